@@ -1,0 +1,102 @@
+import { randomBytes } from 'node:crypto'
+import { resolve } from 'node:path'
+import { Type, type Static } from '@sinclair/typebox'
+import envSchema from 'env-schema'
+import fp from 'fastify-plugin'
+
+/** Every setting Roja reads, with its default (DESIGN §5). The Config type derives from it. */
+export const EnvSchema = Type.Object({
+  ENVIRONMENT: Type.Union([Type.Literal('local'), Type.Literal('staging'), Type.Literal('production'), Type.Literal('test')], { default: 'local' }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^(sqlite:|postgres(ql)?://)' })),
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  ACCESS_TOKEN_TTL: Type.Integer({ minimum: 1, maximum: 86400 * 30, default: 3600 }),
+  ALLOWED_CORS_ORIGINS: Type.String({ default: '' }),
+  MEDIA_PUBLIC_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
+  ALLOWED_MEDIA_HOSTS: Type.Optional(Type.String()),
+  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, default: 1073741824 }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 300 }),
+  RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
+  AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  MAIL_FROM: Type.String({ default: 'Roja <no-reply@roja.localhost>' }),
+  TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
+  PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
+  GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 })
+})
+export type Env = Static<typeof EnvSchema>
+
+export class ConfigError extends Error {}
+
+/**
+ * Reads and validates the environment (and `.env` when asked), then derives the values
+ * that default from others. A bad value throws a ConfigError naming the variable.
+ */
+export function loadConfig (env: Record<string, string | undefined> = process.env, { dotenv = false } = {}) {
+  let raw: Env
+  try {
+    raw = envSchema<Env>({ schema: EnvSchema, data: env, dotenv, ajv: { customOptions: (ajv) => ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i) } })
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message.replaceAll('env/', '')}`)
+  }
+  const production = raw.ENVIRONMENT === 'production'
+  if (production && !raw.JWT_SECRET) {
+    throw new ConfigError('invalid configuration: JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
+  }
+  if (production && !raw.TLS_CERT_FILE && !raw.TRUST_PROXY) {
+    throw new ConfigError('invalid configuration: production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
+  }
+  if (Boolean(raw.TLS_CERT_FILE) !== Boolean(raw.TLS_KEY_FILE)) {
+    throw new ConfigError('invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE go together')
+  }
+  if (Buffer.byteLength(raw.JWT_SECRET ?? '') > 0 && Buffer.byteLength(raw.JWT_SECRET!) < 32) {
+    throw new ConfigError('invalid configuration: JWT_SECRET must be at least 32 bytes')
+  }
+  const dataDir = resolve(raw.DATA_DIR)
+  const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `http://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS)
+  return {
+    ...raw,
+    production,
+    dataDir,
+    databaseUrl: raw.DATABASE_URL ?? `sqlite:${resolve(dataDir, 'roja.sqlite')}`,
+    // A random key keeps local runs safe without setup; tokens die with the process.
+    jwtSecret: raw.JWT_SECRET ?? randomBytes(48).toString('base64url'),
+    jwtSecretGenerated: !raw.JWT_SECRET,
+    mediaPublicUrl,
+    allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
+    corsOrigins,
+    docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
+    trustProxy: parseTrustProxy(raw.TRUST_PROXY)
+  }
+}
+export type Config = ReturnType<typeof loadConfig>
+
+function list (value: string): string[] {
+  return value.split(',').map(s => s.trim()).filter(Boolean)
+}
+
+function parseTrustProxy (value?: string): boolean | number | string | undefined {
+  if (value === undefined || value === 'false') return undefined
+  if (value === 'true') return true
+  if (/^\d+$/.test(value)) return Number(value)
+  return value
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}
+
+export default fp<{ config: Config }>(async (fastify, opts) => {
+  fastify.decorate('config', opts.config)
+}, { name: 'config' })

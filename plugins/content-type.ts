@@ -1,0 +1,49 @@
+import fp from 'fastify-plugin'
+import { AppError } from './problems.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** media types this route's body may have besides application/json (DESIGN §1) */
+    contentTypes?: string[]
+  }
+}
+
+const JSON_TYPE = 'application/json'
+// type/subtype, optionally `; charset=utf-8`, and nothing else: no stray spaces, tabs or empty parameters.
+const MEDIA_TYPE = /^([a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+)(?:; ?charset="?utf-8"?)?$/i
+const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,./:=?-]{1,70})$/i
+
+/**
+ * The content-type rule of DESIGN §1: a request that carries a body must say application/json,
+ * or a type its route names in `config.contentTypes`; anything else is 415 before parsing.
+ * The check is strict on the header's shape, so odd variants can never reach a parser
+ * whose body skips validation.
+ */
+export default fp(async (fastify) => {
+  // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in (spec 5.7).
+  fastify.removeContentTypeParser('text/plain')
+
+  fastify.addHook('onRequest', async (request) => {
+    if (!hasBody(request.headers)) return
+    const header = request.headers['content-type']
+    const allowed = [JSON_TYPE, ...(request.routeOptions.config?.contentTypes ?? [])]
+    if (header === undefined) throw new AppError('UnsupportedMediaType', `a body needs a Content-Type: ${allowed.join(' or ')}`)
+    const type = mediaType(header)
+    if (type === undefined || !allowed.includes(type)) {
+      throw new AppError('UnsupportedMediaType', `Content-Type must be ${allowed.join(' or ')}`)
+    }
+  })
+}, { name: 'content-type', dependencies: ['problems'] })
+
+function hasBody (headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/** The lower-cased media type of a well-formed header, or undefined. */
+export function mediaType (header: string): string | undefined {
+  const multipart = MULTIPART.exec(header)
+  if (multipart) return 'multipart/form-data'
+  const match = MEDIA_TYPE.exec(header)
+  return match ? match[1].toLowerCase() : undefined
+}

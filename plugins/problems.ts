@@ -1,0 +1,129 @@
+import fp from 'fastify-plugin'
+import FindMyWay from 'find-my-way'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { HTTPMethod } from 'find-my-way'
+import { problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
+
+/** A catalogue error: handlers and domain functions throw it, the error handler renders it. */
+export class AppError extends Error {
+  readonly code: ProblemCode
+  readonly status: number
+  readonly errors?: ValidationIssue[]
+  readonly headers?: Record<string, string>
+
+  constructor (code: ProblemCode, detail?: string, extra: { errors?: ValidationIssue[], headers?: Record<string, string> } = {}) {
+    super(detail ?? problems[code].title)
+    this.name = 'AppError'
+    this.code = code
+    this.status = problems[code].status
+    this.errors = extra.errors
+    this.headers = extra.headers
+  }
+}
+
+const LOCATION: Record<string, ValidationIssue['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+const HOST_RULE = 'files are to be uploaded only to internal services'
+// Errors of the database driver that mean "the database is not there", not "our bug".
+const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY'])
+
+declare module 'fastify' {
+  interface FastifyReply {
+    problem: (error: AppError) => FastifyReply
+  }
+}
+
+export default fp(async (fastify) => {
+  const base = fastify.config.PROBLEM_BASE_URI.replace(/\/+$/, '')
+  // A method-blind copy of the route table, to tell 404 from 405 and fill `Allow`.
+  const paths = FindMyWay({ ignoreDuplicateSlashes: false })
+  fastify.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat() as HTTPMethod[]) {
+      if (!paths.find(method, route.url)) paths.on(method, route.url, () => {})
+    }
+  })
+
+  function render (reply: FastifyReply, error: AppError) {
+    const body: Problem = {
+      type: `${base}/${kebab(error.code)}`,
+      title: problems[error.code].title,
+      status: error.status,
+      detail: error.message,
+      instance: reply.request.url.split('?')[0],
+      code: error.code,
+      ...(error.errors ? { errors: error.errors } : {})
+    }
+    if (error.headers) reply.headers(error.headers)
+    return reply.code(error.status).type('application/problem+json').send(body)
+  }
+
+  fastify.decorateReply('problem', function (this: FastifyReply, error: AppError) {
+    return render(this, error)
+  })
+
+  fastify.setErrorHandler(function (err: FastifyError, request, reply) {
+    const error = toAppError(err)
+    if (error.status >= 500) request.log.error({ err }, 'request failed')
+    else request.log.info({ code: error.code, detail: error.message }, 'request refused')
+    return render(reply, error)
+  })
+
+  fastify.setNotFoundHandler(function (request: FastifyRequest, reply) {
+    const path = request.url.split('?')[0]
+    const allow = METHODS.filter(m => paths.find(m, path))
+    if (allow.length > 0) {
+      return render(reply, new AppError('MethodNotAllowed', `${request.method} is not allowed on ${path}`, { headers: { allow: allow.join(', ') } }))
+    }
+    return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))
+  })
+}, { name: 'problems', dependencies: ['config'] })
+
+export function toAppError (err: FastifyError & { validationContext?: string, errno?: number }): AppError {
+  if (err instanceof AppError) return err
+  if (err.validation) {
+    const where = LOCATION[err.validationContext ?? 'body'] ?? 'body'
+    const errors = err.validation.map(v => issue(where, v as unknown as AjvIssue))
+    return new AppError('ValidationFailed', errors.map(e => `${e.field || where}: ${e.message}`).join('; '), { errors })
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new AppError('UnsupportedMediaType', 'this route takes application/json')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return new AppError('MalformedBody', 'the body is empty but the content type is application/json')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY': return new AppError('MalformedBody', 'the body is not valid JSON')
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new AppError('PayloadTooLarge', 'the request body is over its size limit')
+  }
+  if (err.code && UNAVAILABLE.has(String(err.code))) {
+    return new AppError('ServiceUnavailable', 'a backing service is unavailable, try again later', { headers: { 'retry-after': '5' } })
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) return new AppError('MalformedBody', 'the body is not valid JSON')
+  const status = err.statusCode ?? 500
+  if (status === 429) return new AppError('RateLimited', err.message)
+  if (status === 503) return new AppError('ServiceUnavailable', 'the server is busy, try again later', { headers: { 'retry-after': '5' } })
+  if (status >= 400 && status < 500) {
+    const code = (Object.keys(problems) as ProblemCode[]).find(c => problems[c].status === status) ?? 'MalformedBody'
+    return new AppError(code, err.message)
+  }
+  // 5xx: say nothing of the internals
+  return new AppError('InternalError', 'the server failed to answer this request')
+}
+
+interface AjvIssue { keyword: string, instancePath: string, message?: string, params: Record<string, unknown> }
+
+function issue (where: ValidationIssue['in'], v: AjvIssue): ValidationIssue {
+  let field = v.instancePath
+  if (v.keyword === 'required') field += `/${String(v.params.missingProperty)}`
+  if (v.keyword === 'additionalProperties') field += `/${String(v.params.additionalProperty)}`
+  let message = v.message ?? 'is invalid'
+  if (v.keyword === 'format' && v.params.format === 'media-url') message = HOST_RULE
+  else if (v.keyword === 'additionalProperties') message = 'is not a known property'
+  else if (v.keyword === 'required') message = 'is required'
+  return { in: where, field, rule: v.keyword, message }
+}
+
+function kebab (code: string) {
+  return code.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()
+}

@@ -1,0 +1,46 @@
+import cors from '@fastify/cors'
+import helmet from '@fastify/helmet'
+import fp from 'fastify-plugin'
+import { AppError } from './problems.js'
+
+const TOKEN_PARAMS = new Set(['access_token', 'token'])
+
+/**
+ * Transport policy: security headers, CORS from ALLOWED_CORS_ORIGINS, no token in a URL,
+ * and HTTPS in production (TLS here, or a trusted proxy that says the client spoke https).
+ */
+export default fp(async (fastify) => {
+  const { config } = fastify
+  const httpsDirect = Boolean(config.TLS_CERT_FILE)
+
+  await fastify.register(helmet, {
+    // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.
+    contentSecurityPolicy: false,
+    hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
+  })
+
+  const wildcard = config.corsOrigins.includes('*')
+  await fastify.register(cors, {
+    origin: wildcard ? '*' : (config.corsOrigins.length > 0 ? config.corsOrigins : false),
+    // Bearer tokens travel in a header, never in cookies; credentials are never allowed, above all with `*`.
+    credentials: false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'idempotency-key', 'accept', 'range'],
+    exposedHeaders: ['location', 'etag', 'link', 'retry-after', 'deprecation', 'sunset'],
+    maxAge: 600
+  })
+
+  fastify.addHook('onRequest', async (request) => {
+    const query = request.url.indexOf('?')
+    if (query !== -1) {
+      for (const key of new URLSearchParams(request.url.slice(query + 1)).keys()) {
+        if (TOKEN_PARAMS.has(key.trim().toLowerCase())) {
+          throw new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL')
+        }
+      }
+    }
+    if (config.production && !httpsDirect && request.protocol !== 'https') {
+      throw new AppError('HttpsRequired', 'this API is served over HTTPS only')
+    }
+  })
+}, { name: 'security', dependencies: ['config', 'problems'] })

@@ -1,0 +1,87 @@
+import { Type, type Static, type TSchema, type TObject, type TProperties } from '@sinclair/typebox'
+
+/** A reference to a named component schema that still carries its static type. */
+export function ref<T extends TSchema> (schema: T) {
+  if (!schema.$id) throw new Error('ref() needs a schema with an $id')
+  return Type.Unsafe<Static<T>>(Type.Ref(schema.$id))
+}
+
+export const Uuid = Type.String({ format: 'uuid', description: 'UUIDv4', examples: ['7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'] })
+
+/** Output date-time: UTC with a colon-less offset and no fraction (DESIGN §1). */
+export const DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\+0000$'
+export const DateTime = Type.String({
+  pattern: DATE_TIME_PATTERN,
+  description: 'UTC date-time, %Y-%m-%dT%H:%M:%S%z',
+  examples: ['2026-11-21T09:30:00+0000']
+})
+
+/** Input date-time: any RFC 3339 date-time; +hhmm offsets too; no zone means UTC. */
+export const DateTimeInput = Type.String({
+  format: 'lenient-date-time',
+  description: 'RFC 3339 date-time; offsets Z, +hh:mm or +hhmm; no zone means UTC; the fraction is dropped',
+  examples: ['2026-11-21T09:30:00Z']
+})
+
+export const DateOnly = Type.String({ format: 'date', description: 'calendar date, YYYY-MM-DD', examples: ['2026-12-01'] })
+
+/** A URL that must point to one of ALLOWED_MEDIA_HOSTS (the host rule, spec 4.6). */
+export const MediaUrl = Type.String({
+  format: 'media-url',
+  maxLength: 2048,
+  description: 'URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)',
+  examples: ['http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10']
+})
+
+export const QueuedStatus = Type.Object({ status: Type.Literal('queued') }, {
+  $id: 'Queued',
+  title: 'Queued',
+  additionalProperties: false
+})
+
+export const LIMIT_DEFAULT = 10
+export const LIMIT_MAX = 100
+
+/** limit/offset paging, shared by every list (DESIGN §1). */
+export const PageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'page size' }),
+  offset: Type.Integer({ minimum: 0, default: 0, description: 'number of items skipped' })
+}
+
+/**
+ * The query of a list: limit, offset, sort over the named fields, plus the list's filters.
+ * `sort` is `field,-other`; the pattern is built from the list's own sortable fields.
+ */
+export function ListQuery<F extends TProperties> (sortable: readonly string[], filters: F, defaultSort?: string) {
+  const field = `-?(${sortable.map(escapeRegex).join('|')})`
+  return Type.Object({
+    ...PageQuery,
+    sort: Type.Optional(Type.String({
+      pattern: `^${field}(,${field})*$`,
+      description: `comma-separated fields, a leading - sorts descending; one of: ${sortable.join(', ')}` +
+        (defaultSort ? `; default: ${defaultSort}` : ''),
+      examples: [sortable.map((f, i) => (i === 0 ? `-${f}` : f)).slice(0, 2).join(',')]
+    })),
+    ...filters
+  }, { additionalProperties: false })
+}
+
+/** The list envelope `{<plural>: [...], total}`. */
+export function ListOf<K extends string, T extends TSchema> (plural: K, item: T, title: string) {
+  return Type.Object({
+    [plural]: Type.Array(item),
+    total: Type.Integer({ minimum: 0, description: 'number of items the filters match' })
+  } as { [P in K]: ReturnType<typeof Type.Array<T>> } & { total: ReturnType<typeof Type.Integer> }, {
+    $id: title,
+    title,
+    additionalProperties: false
+  })
+}
+
+export function Params<P extends TProperties> (props: P): TObject<P> {
+  return Type.Object(props, { additionalProperties: false })
+}
+
+function escapeRegex (s: string) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}

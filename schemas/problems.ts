@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/**
+ * The error catalogue: every problem code declared once with its status and title.
+ * The error handler renders from it and routes declare their error responses from it,
+ * so the OpenAPI document and the server can never disagree.
+ */
+export const problems = {
+  PostNotFound: { status: 404, title: 'Post not found' },
+  ProfileNotFound: { status: 404, title: 'Profile not found' },
+  ProfileNotCreator: { status: 404, title: 'Profile is not a creator' },
+  ResourceNotFound: { status: 404, title: 'Resource not found' },
+  NotFound: { status: 404, title: 'Not found' },
+  NotAuthenticated: { status: 401, title: 'Not authenticated' },
+  InvalidCredentials: { status: 401, title: 'Invalid credentials' },
+  TokenInQuery: { status: 400, title: 'Token in query string' },
+  MalformedBody: { status: 400, title: 'Malformed body' },
+  HttpsRequired: { status: 403, title: 'HTTPS required' },
+  UserNotOwner: { status: 403, title: 'User is not the owner' },
+  UserIsBanned: { status: 403, title: 'User is banned' },
+  UserNotCreator: { status: 403, title: 'User is not a creator' },
+  MethodNotAllowed: { status: 405, title: 'Method not allowed' },
+  NotAcceptable: { status: 406, title: 'Not acceptable' },
+  Conflict: { status: 409, title: 'Conflict' },
+  PreconditionFailed: { status: 412, title: 'Precondition failed' },
+  PayloadTooLarge: { status: 413, title: 'Payload too large' },
+  UnsupportedMediaType: { status: 415, title: 'Unsupported media type' },
+  InvalidUserData: { status: 422, title: 'Invalid user data' },
+  ValidationFailed: { status: 422, title: 'Validation failed' },
+  RateLimited: { status: 429, title: 'Too many requests' },
+  InternalError: { status: 500, title: 'Internal server error' },
+  ServiceUnavailable: { status: 503, title: 'Service unavailable' }
+} as const satisfies Record<string, { status: number, title: string }>
+
+export type ProblemCode = keyof typeof problems
+
+export const ValidationIssue = Type.Object({
+  in: Type.Union([Type.Literal('body'), Type.Literal('query'), Type.Literal('path'), Type.Literal('header')]),
+  field: Type.String({ description: 'JSON pointer to the failing value, "" for the whole part' }),
+  rule: Type.String({ description: 'the schema keyword that failed, e.g. minLength' }),
+  message: Type.String()
+}, { additionalProperties: false })
+export type ValidationIssue = Static<typeof ValidationIssue>
+
+export const Problem = Type.Object({
+  type: Type.String({ format: 'uri' }),
+  title: Type.String(),
+  status: Type.Integer({ minimum: 100, maximum: 599 }),
+  detail: Type.String(),
+  instance: Type.String(),
+  code: Type.String(),
+  errors: Type.Optional(Type.Array(ValidationIssue))
+}, {
+  $id: 'Problem',
+  title: 'Problem',
+  description: 'RFC 9457 problem details',
+  additionalProperties: false
+})
+export type Problem = Static<typeof Problem>
+
+/** The response schemas a route declares for the errors it can answer with, keyed by status. */
+export function errorResponses (...codes: ProblemCode[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {}
+  for (const code of codes) {
+    const { status } = problems[code]
+    out[status] = {
+      ...Type.Unsafe<Problem>(Type.Ref('Problem')),
+      description: [...new Set([...describe(out[status]), code])].join(' | ')
+    }
+  }
+  return out
+}
+
+function describe (existing: unknown): string[] {
+  const d = (existing as { description?: string } | undefined)?.description
+  return d ? d.split(' | ') : []
+}

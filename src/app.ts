@@ -1,0 +1,41 @@
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import auth from '../plugins/auth.js'
+import config, { type Config } from '../plugins/config.js'
+import contentType from '../plugins/content-type.js'
+import db from '../plugins/db.js'
+import metrics from '../plugins/metrics.js'
+import openapi from '../plugins/openapi.js'
+import problems from '../plugins/problems.js'
+import rateLimit from '../plugins/rate-limit.js'
+import security from '../plugins/security.js'
+import { components } from '../schemas/index.js'
+import operations from './routes/operations.js'
+import v1 from './routes/v1/index.js'
+import v2 from './routes/v2/index.js'
+
+export interface AppOptions {
+  config: Config
+  /** PostgreSQL schema to use (tests give each file its own) */
+  dbSchema?: string
+}
+
+/** The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this. */
+const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
+  await fastify.register(config, { config: opts.config })
+  await fastify.register(problems)
+  await fastify.register(contentType)
+  await fastify.register(security)
+  await fastify.register(metrics)
+  await fastify.register(rateLimit)
+  await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
+  await fastify.register(auth)
+  await fastify.register(openapi)
+  for (const schema of components) fastify.addSchema(schema)
+
+  await fastify.register(operations)
+  await fastify.register(v1, { prefix: '/v1' })
+  await fastify.register(v2, { prefix: '/v2' })
+}
+
+export default fp(app, { name: 'roja' })

@@ -1,0 +1,65 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import SQLite from 'better-sqlite3'
+import pg from 'pg'
+import {
+  Kysely, OperationNodeTransformer, PostgresAdapter, PostgresDialect, SqliteDialect,
+  type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryResult,
+  type RootOperationNode, type UnknownRow, type ValueNode
+} from 'kysely'
+import type { Database } from './schema.js'
+
+// pg parses DATE into a local-midnight Date and bigint into a string; we want the text and a number.
+pg.types.setTypeParser(1082, (v: string) => v)
+pg.types.setTypeParser(20, (v: string) => Number(v))
+
+export type Db = Kysely<Database>
+
+export interface DbOptions {
+  /** PostgreSQL schema to work in (tests isolate each file in its own). */
+  schema?: string
+  poolSize?: number
+}
+
+export function createDb (url: string, opts: DbOptions = {}): Db {
+  if (url.startsWith('postgres')) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: opts.poolSize ?? 10,
+      options: opts.schema ? `-c search_path=${opts.schema}` : undefined
+    })
+    // An idle client that loses its server must not crash the process; the next query reconnects.
+    pool.on('error', () => {})
+    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  }
+  const file = url.slice('sqlite:'.length)
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+  const database = new SQLite(file)
+  database.pragma('journal_mode = WAL')
+  database.pragma('synchronous = NORMAL')
+  database.pragma('foreign_keys = ON')
+  database.pragma('busy_timeout = 5000')
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }), plugins: [new SqliteBooleans()] })
+}
+
+export function isPostgres (db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+}
+
+/** better-sqlite3 cannot bind booleans: write them as 0/1 so domain code stays dialect-free. */
+class SqliteBooleans implements KyselyPlugin {
+  readonly #transformer = new (class extends OperationNodeTransformer {
+    protected override transformValue (node: ValueNode): ValueNode {
+      const value = node.value
+      return typeof value === 'boolean' ? { ...node, value: value ? 1 : 0 } : super.transformValue(node)
+    }
+  })()
+
+  transformQuery (args: PluginTransformQueryArgs): RootOperationNode {
+    return this.#transformer.transformNode(args.node)
+  }
+
+  async transformResult (args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return args.result
+  }
+}

@@ -1,0 +1,205 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+
+/**
+ * Timestamps are written as ISO strings; SQLite gives strings back and PostgreSQL (timestamptz) Dates.
+ * `toDate` in src/db/time.ts reads either.
+ */
+export type Timestamp = ColumnType<Date | string, string, string>
+/** Dates (`_date`) travel as 'YYYY-MM-DD' on both dialects (pg's DATE parser is set to keep the text). */
+export type DateText = string
+/** Booleans: SQLite stores 0/1, PostgreSQL boolean; write booleans, read with `Boolean()`. */
+export type Bool = ColumnType<boolean | number, boolean, boolean>
+
+export interface UserTable {
+  id: string
+  username: string
+  email: string
+  password_hash: string
+  is_active: Bool
+  is_creator: Bool
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface ProfileTable {
+  id: string // = user.id
+  first_name: string
+  last_name: string | null
+  age: number | null
+  favorite_band: string | null
+  website: string | null
+  avatar_url: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface PostTable {
+  id: string
+  creator_id: string
+  type: 'ARTICLE' | 'COURSE'
+  slug: string
+  title: string
+  body: string
+  tags: string // JSON array text; post_tag holds the same tags for filtering
+  media_url: string | null
+  published_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+  /** latest of updated_at, published_at, created_at: the default order, indexed */
+  sort_at: Timestamp
+}
+
+export interface PostTagTable {
+  post_id: string
+  tag: string
+}
+
+export interface ReviewTable {
+  id: string
+  post_id: string
+  author_id: string
+  rating: number
+  text: string | null
+  created_at: Timestamp
+}
+
+export interface CommentTable {
+  id: string
+  post_id: string
+  author_id: string
+  text: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface AlertTable {
+  id: string
+  user_id: string
+  kind: string
+  message: string
+  post_id: string | null
+  created_at: Timestamp
+  sent_at: Timestamp | null
+}
+
+export interface OutboxMessageTable {
+  id: string
+  to_address: string
+  subject: string
+  body: string
+  alert_id: string | null
+  attempts: Generated<number>
+  last_error: string | null
+  next_attempt_at: Timestamp
+  locked_until_at: Timestamp | null
+  sent_at: Timestamp | null
+  created_at: Timestamp
+}
+
+export interface IdempotencyKeyTable {
+  user_id: string
+  key: string
+  method: string
+  path: string
+  request_hash: string
+  status_code: number | null
+  response_body: string | null
+  location: string | null
+  created_at: Timestamp
+  expires_at: Timestamp
+}
+
+export interface MediaTable {
+  id: string
+  owner_id: string
+  content_type: string
+  size: number
+  sha256: string
+  storage_key: string
+  created_at: Timestamp
+}
+
+export interface ShopTable {
+  id: string
+  owner_id: string
+  name: string
+  description: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface ProductTable {
+  id: string
+  shop_id: string
+  name: string
+  description: string | null
+  price_cents: number
+  currency: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface ChapterTable {
+  id: string
+  course_id: string
+  title: string
+  position: number
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface LessonTable {
+  id: string
+  chapter_id: string
+  title: string
+  body: string | null
+  position: number
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface ClassTable {
+  id: string
+  owner_id: string
+  name: string
+  course_id: string | null
+  starts_date: DateText | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface StudentTable {
+  id: string
+  class_id: string
+  first_name: string
+  last_name: string | null
+  sex: 'F' | 'M' | 'X'
+  email: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface Database {
+  user: UserTable
+  profile: ProfileTable
+  post: PostTable
+  post_tag: PostTagTable
+  review: ReviewTable
+  comment: CommentTable
+  alert: AlertTable
+  outbox_message: OutboxMessageTable
+  idempotency_key: IdempotencyKeyTable
+  media: MediaTable
+  shop: ShopTable
+  product: ProductTable
+  chapter: ChapterTable
+  lesson: LessonTable
+  class: ClassTable
+  student: StudentTable
+}
+
+export type UserRow = Selectable<UserTable>
+export type NewUser = Insertable<UserTable>
+export type ProfileRow = Selectable<ProfileTable>
+export type ProfileUpdate = Updateable<ProfileTable>
+export type PostRow = Selectable<PostTable>

@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ref } from '../../schemas/common.js'
+import { Health, Version } from '../../schemas/operations.js'
+import { API_VERSIONS } from '../../plugins/openapi.js'
+import { PACKAGE_VERSION } from '../meta.js'
+
+/** /health and /version: unversioned, public, cheap (spec 4.5). */
+const operations: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/health', {
+    config: { rateLimit: false },
+    schema: {
+      tags: ['operations'],
+      operationId: 'getHealth',
+      summary: 'Liveness and database check',
+      response: { 200: ref(Health), 503: ref(Health) }
+    }
+  }, async (_request, reply) => {
+    const ok = await fastify.dbHealthy()
+    return reply.code(ok ? 200 : 503).send({
+      status: ok ? 'ok' : 'unavailable',
+      checks: { database: ok ? 'ok' : 'unavailable' }
+    })
+  })
+
+  fastify.get('/version', {
+    schema: {
+      tags: ['operations'],
+      operationId: 'getVersion',
+      summary: 'Server and API versions',
+      response: { 200: ref(Version) }
+    }
+  }, async () => ({
+    version: PACKAGE_VERSION,
+    api_versions: [...API_VERSIONS],
+    commit: fastify.config.GIT_COMMIT ?? null
+  }))
+}
+
+export default operations

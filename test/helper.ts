@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto'
+import { Writable } from 'node:stream'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import type { Test } from 'tap'
+import app from '../src/app.js'
+import { loadConfig, type Config } from '../plugins/config.js'
+import { serverOptions } from '../src/options.js'
+
+/** Which database this run uses: SQLite unless ROJA_TEST_DIALECT=postgres (npm test runs both). */
+export const dialect = process.env.ROJA_TEST_DIALECT === 'postgres' ? 'postgres' : 'sqlite'
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!!'
+
+export function testConfig (env: Record<string, string> = {}, databaseUrl?: string): Config {
+  return loadConfig({
+    ENVIRONMENT: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET: TEST_SECRET,
+    DATA_DIR: `/tmp/roja-test-${randomBytes(6).toString('hex')}`,
+    DATABASE_URL: databaseUrl ?? (dialect === 'postgres' ? PG_URL : 'sqlite::memory:'),
+    RATE_LIMIT_MAX: '100000',
+    AUTH_RATE_LIMIT_MAX: '100000',
+    ...env
+  })
+}
+
+/**
+ * A fresh database for one test: an in-memory SQLite, or a PostgreSQL schema of its own
+ * that is dropped at teardown. Returns what `build` needs to open it.
+ */
+export async function freshDatabase (t: Test): Promise<{ url: string, schema?: string }> {
+  if (dialect === 'sqlite') return { url: 'sqlite::memory:' }
+  const schema = `t_${randomBytes(8).toString('hex')}`
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  await client.query(`create schema ${schema}`)
+  await client.end()
+  t.teardown(async () => {
+    const c = new pg.Client({ connectionString: PG_URL })
+    await c.connect()
+    await c.query(`drop schema if exists ${schema} cascade`)
+    await c.end()
+  })
+  return { url: PG_URL, schema }
+}
+
+export interface BuildOptions {
+  env?: Record<string, string>
+  /** collect every log line (as text) here */
+  logs?: string[]
+  /** reuse a database made by freshDatabase (e.g. to restart the app on the same data) */
+  database?: { url: string, schema?: string }
+}
+
+/** Builds the real app on a fresh database, ready for `app.inject`; closed at teardown. */
+export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const database = opts.database ?? await freshDatabase(t)
+  const config = testConfig({ ...opts.env, DATABASE_URL: database.url }, database.url)
+  const overrides = opts.logs
+    ? {
+        logger: {
+          ...(serverOptions(config).logger as object),
+          level: 'trace',
+          stream: new Writable({ write (chunk, _enc, cb) { opts.logs!.push(String(chunk)); cb() } })
+        }
+      }
+    : {}
+  const server = Fastify(serverOptions(config, overrides))
+  await server.register(app, { config, dbSchema: database.schema })
+  await server.ready()
+  t.teardown(() => server.close())
+  return server
+}
+
+/** The parsed JSON body of a response. */
+export function json<T = any> (res: LightMyRequestResponse): T {
+  return JSON.parse(res.body) as T
+}
