@@ -33,6 +33,14 @@ export const MediaUrl = Type.String({
   examples: ['http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10']
 })
 
+/** 304 on a GET whose If-None-Match names the current ETag. */
+export const NotModified = Type.Null({ description: 'Not Modified: the If-None-Match ETag is current' })
+
+/** The conditional-request headers of single-resource routes. */
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: 'ETag the change is based on; a stale one is 412' }))
+})
+
 export const QueuedStatus = Type.Object({ status: Type.Literal('queued') }, {
   $id: 'Queued',
   title: 'Queued',

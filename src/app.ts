@@ -4,6 +4,8 @@ import auth from '../plugins/auth.js'
 import config, { type Config } from '../plugins/config.js'
 import contentType from '../plugins/content-type.js'
 import db from '../plugins/db.js'
+import etag from '../plugins/etag.js'
+import idempotency from '../plugins/idempotency.js'
 import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
 import problems from '../plugins/problems.js'
@@ -30,6 +32,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(rateLimit)
   await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
   await fastify.register(auth)
+  await fastify.register(etag)
+  await fastify.register(idempotency)
   await fastify.register(openapi)
   for (const schema of components) fastify.addSchema(schema)
 

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto'
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { AppError } from './problems.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** the route answers one resource: send its ETag and honour If-None-Match (DESIGN §1) */
+    etag?: boolean
+  }
+}
+
+/** The strong ETag of a resource as the API shows it: a hash of its JSON representation. */
+export function etagOf (resource: unknown): string {
+  return `"${createHash('sha256').update(JSON.stringify(resource)).digest('base64url').slice(0, 27)}"`
+}
+
+/**
+ * For PUT and DELETE: a stale `If-Match` is 412 and nothing changes. Call it with the
+ * resource as it is now, before changing it.
+ */
+export function assertIfMatch (request: FastifyRequest, current: unknown): void {
+  const header = request.headers['if-match']
+  if (header === undefined) return
+  const wanted = header.split(',').map(s => s.trim().replace(/^W\//, ''))
+  if (wanted.includes('*')) return
+  if (!wanted.includes(etagOf(current))) {
+    throw new AppError('PreconditionFailed', 'the resource has changed since you read it (If-Match)')
+  }
+}
+
+function matches (header: string | undefined, etag: string): boolean {
+  if (!header) return false
+  return header.split(',').some(s => { const v = s.trim().replace(/^W\//, ''); return v === '*' || v === etag })
+}
+
+/** ETags on single-resource routes (`config.etag`), and 304 for a matching If-None-Match on GET. */
+export default fp(async (fastify) => {
+  fastify.addHook('preSerialization', async (request, reply, payload) => {
+    if (!request.routeOptions.config?.etag || reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return payload
+    const etag = etagOf(payload)
+    reply.header('etag', etag)
+    if ((request.method === 'GET' || request.method === 'HEAD') && matches(request.headers['if-none-match'], etag)) {
+      reply.code(304)
+      return null
+    }
+    return payload
+  })
+  fastify.addHook('onSend', async (_request, reply, payload) => {
+    if (reply.statusCode !== 304) return payload
+    reply.removeHeader('content-type')
+    return ''
+  })
+}, { name: 'etag', dependencies: ['problems'] })
