@@ -71,7 +71,8 @@ export default fp(async (fastify) => {
   fastify.setNotFoundHandler(function (request: FastifyRequest, reply) {
     const path = request.url.split('?')[0]
     const allow = METHODS.filter(m => paths.find(m, path))
-    if (allow.length > 0) {
+    // OPTIONS alone is the CORS preflight catch-all (`OPTIONS *`): it matches every path, so it proves no route.
+    if (allow.some(m => m !== 'OPTIONS')) {
       return render(reply, new AppError('MethodNotAllowed', `${request.method} is not allowed on ${path}`, { headers: { allow: allow.join(', ') } }))
     }
     return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))

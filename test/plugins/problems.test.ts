@@ -1,0 +1,196 @@
+import { Type } from '@sinclair/typebox'
+import Fastify, { type FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import config from '../../plugins/config.js'
+import contentType from '../../plugins/content-type.js'
+import problems, { AppError } from '../../plugins/problems.js'
+import { serverOptions } from '../../src/options.js'
+import { build, json, testConfig } from '../helper.js'
+
+const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
+const BASE = 'https://problems.example.test/p'
+const SECRET = 'password=hunter2 host=db.internal:5432'
+
+/** A bare Fastify with the options factory and the error plugins alone, plus tiny routes for each error class. */
+async function bare (t: Test): Promise<FastifyInstance> {
+  const cfg = testConfig({ BODY_LIMIT_BYTES: '2048', PROBLEM_BASE_URI: `${BASE}/` })
+  const app = Fastify(serverOptions(cfg))
+  await app.register(config, { config: cfg })
+  await app.register(problems)
+  await app.register(contentType)
+  app.post('/things/:thingId', {
+    schema: {
+      params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }),
+      querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })) }, { additionalProperties: false }),
+      headers: Type.Object({ 'x-tenant': Type.Optional(Type.String({ minLength: 3 })) }),
+      body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false })
+    }
+  }, async (request) => ({ ok: true, body: request.body }))
+  app.get('/boom', async () => { throw new Error(SECRET) })
+  app.get('/boom-status', async () => { throw Object.assign(new Error(SECRET), { statusCode: 502 }) })
+  app.get('/picky', async () => { throw new AppError('NotAcceptable', 'only application/json here') })
+  await app.ready()
+  t.teardown(() => app.close())
+  return app
+}
+
+function post (app: FastifyInstance, url: string, payload: unknown, headers: Record<string, string> = {}) {
+  return app.inject({ method: 'POST', url, payload: payload as string, headers: { 'content-type': 'application/json', ...headers } })
+}
+
+/** Every problem answer has the same shape (DESIGN §2). */
+function assertProblem (t: Test, res: { statusCode: number, headers: Record<string, unknown>, body: string }, status: number, code: string, instance: string) {
+  t.equal(res.statusCode, status, `status ${status}`)
+  t.match(String(res.headers['content-type']), /^application\/problem\+json/, 'problem+json content type')
+  const body = JSON.parse(res.body)
+  const kebab = code.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()
+  t.equal(body.type, `${BASE}/${kebab}`, 'type is PROBLEM_BASE_URI/kebab-code')
+  t.equal(body.status, status)
+  t.equal(body.code, code)
+  t.equal(body.instance, instance, 'instance is the path without the query')
+  t.type(body.title, 'string')
+  t.ok(body.title.length > 0, 'has a title')
+  t.type(body.detail, 'string')
+  const allowed = ['type', 'title', 'status', 'detail', 'instance', 'code', 'errors']
+  t.same(Object.keys(body).filter(k => !allowed.includes(k)), [], 'no other members')
+  return body
+}
+
+t.test('a valid request passes the error plugins untouched', async (t) => {
+  const app = await bare(t)
+  const res = await post(app, `/things/${ID}?limit=5`, { name: 'ab' }, { 'x-tenant': 'acme' })
+  t.equal(res.statusCode, 200)
+  t.same(json(res), { ok: true, body: { name: 'ab' } })
+})
+
+t.test('validation failures are 422 ValidationFailed with errors[] naming where, what and which rule', async (t) => {
+  const app = await bare(t)
+
+  t.test('body: a rule of a property', async (t) => {
+    const res = await post(app, `/things/${ID}`, { name: 'a' })
+    const body = assertProblem(t, res, 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'minLength', message: 'must NOT have fewer than 2 characters' }])
+  })
+
+  t.test('body: a missing property', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}`, {}), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'required', message: 'is required' }])
+  })
+
+  t.test('body: an unknown property is refused, never dropped', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab', admin: true }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'body', field: '/admin', rule: 'additionalProperties', message: 'is not a known property' }])
+  })
+
+  t.test('body: every failing rule is listed, not only the first', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'a', admin: true }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors.map((e: { field: string }) => e.field).sort(), ['/admin', '/name'])
+  })
+
+  t.test('body: a JSON value of the wrong type is not coerced', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 12 }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'type', message: 'must be string' }])
+  })
+
+  t.test('query: out of range', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}?limit=0`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be >= 1' }])
+  })
+
+  t.test('query: the upper bound', async (t) => {
+    t.equal((await post(app, `/things/${ID}?limit=100`, { name: 'ab' })).statusCode, 200)
+    const body = assertProblem(t, await post(app, `/things/${ID}?limit=101`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.equal(body.errors[0].rule, 'maximum')
+  })
+
+  t.test('query: an unknown parameter is refused', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}?colour=red`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'query', field: '/colour', rule: 'additionalProperties', message: 'is not a known property' }])
+  })
+
+  t.test('path: a malformed id is 422, not 404', async (t) => {
+    const body = assertProblem(t, await post(app, '/things/not-a-uuid', { name: 'ab' }), 422, 'ValidationFailed', '/things/not-a-uuid')
+    t.same(body.errors, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must match format "uuid"' }])
+  })
+
+  t.test('header: a rule of a header', async (t) => {
+    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
+    t.same(body.errors, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must NOT have fewer than 3 characters' }])
+  })
+})
+
+t.test('a body that is not JSON is 400 MalformedBody', async (t) => {
+  const app = await bare(t)
+  const body = assertProblem(t, await post(app, `/things/${ID}`, '{"name": "ab"'), 400, 'MalformedBody', `/things/${ID}`)
+  t.equal(body.errors, undefined, 'no errors[] outside validation')
+})
+
+t.test('an empty body that claims to be JSON is 400 MalformedBody', async (t) => {
+  const app = await bare(t)
+  assertProblem(t, await post(app, `/things/${ID}`, ''), 400, 'MalformedBody', `/things/${ID}`)
+})
+
+t.test('a JSON body with a __proto__ key is refused, not merged', async (t) => {
+  const app = await bare(t)
+  const res = await post(app, `/things/${ID}`, '{"name": "ab", "__proto__": {"admin": true}}')
+  t.equal(res.statusCode, 400)
+  t.equal(json(res).code, 'MalformedBody')
+})
+
+t.test('an unknown route is 404 NotFound', async (t) => {
+  const app = await bare(t)
+  const body = assertProblem(t, await app.inject({ method: 'GET', url: '/nowhere?x=1' }), 404, 'NotFound', '/nowhere')
+  t.match(body.detail, 'GET /nowhere')
+})
+
+t.test('a known path with another method is 405 with Allow', async (t) => {
+  const app = await bare(t)
+  const res = await app.inject({ method: 'DELETE', url: `/things/${ID}` })
+  assertProblem(t, res, 405, 'MethodNotAllowed', `/things/${ID}`)
+  t.equal(res.headers.allow, 'POST')
+  const get = await app.inject({ method: 'PUT', url: '/boom' })
+  assertProblem(t, get, 405, 'MethodNotAllowed', '/boom')
+  t.equal(get.headers.allow, 'GET, HEAD', 'the HEAD route Fastify adds for GET is allowed too')
+})
+
+t.test('a route that cannot satisfy Accept answers 406 NotAcceptable', async (t) => {
+  const app = await bare(t)
+  const body = assertProblem(t, await app.inject({ method: 'GET', url: '/picky', headers: { accept: 'image/png' } }), 406, 'NotAcceptable', '/picky')
+  t.equal(body.detail, 'only application/json here')
+})
+
+t.test('a body over BODY_LIMIT_BYTES is 413 PayloadTooLarge', async (t) => {
+  const app = await bare(t)
+  const under = await post(app, `/things/${ID}`, JSON.stringify({ name: 'x'.repeat(2000) }))
+  t.equal(under.statusCode, 200, 'just under the limit passes')
+  assertProblem(t, await post(app, `/things/${ID}`, JSON.stringify({ name: 'x'.repeat(2100) })), 413, 'PayloadTooLarge', `/things/${ID}`)
+})
+
+t.test('a body of another media type is 415 UnsupportedMediaType', async (t) => {
+  const app = await bare(t)
+  const res = await post(app, `/things/${ID}`, 'name=ab', { 'content-type': 'application/xml' })
+  assertProblem(t, res, 415, 'UnsupportedMediaType', `/things/${ID}`)
+})
+
+t.test('an unexpected failure is 500 InternalError and says nothing of the internals', async (t) => {
+  const app = await bare(t)
+  for (const url of ['/boom', '/boom-status']) {
+    const res = await app.inject({ method: 'GET', url })
+    const body = assertProblem(t, res, 500, 'InternalError', url)
+    t.notMatch(res.body, /hunter2|db\.internal|5432|Error:|at /, `${url}: no message, host or stack`)
+    t.equal(body.detail, 'the server failed to answer this request')
+  }
+})
+
+t.test('the real app answers unknown routes 404 and wrong methods 405, CORS preflight route notwithstanding', async (t) => {
+  const app = await build(t)
+  const unknown = await app.inject({ method: 'GET', url: '/v1/nowhere/at-all' })
+  t.equal(unknown.statusCode, 404)
+  t.equal(json(unknown).code, 'NotFound')
+  t.equal(unknown.headers.allow, undefined)
+  const wrong = await app.inject({ method: 'DELETE', url: '/health' })
+  t.equal(wrong.statusCode, 405)
+  t.equal(json(wrong).code, 'MethodNotAllowed')
+  t.match(wrong.headers.allow, /\bGET\b/)
+  t.notMatch(wrong.headers.allow, /DELETE/)
+})
