@@ -17,6 +17,7 @@ export const problems = {
   CourseNotFound: { status: 404, title: 'Course not found' },
   ChapterNotFound: { status: 404, title: 'Chapter not found' },
   LessonNotFound: { status: 404, title: 'Lesson not found' },
+  AlertNotFound: { status: 404, title: 'Alert not found' },
   ResourceNotFound: { status: 404, title: 'Resource not found' },
   NotFound: { status: 404, title: 'Not found' },
   NotAuthenticated: { status: 401, title: 'Not authenticated' },
