@@ -1,0 +1,171 @@
+import { connect } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { Type } from '@sinclair/typebox'
+import Fastify, { type FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import config from '../../plugins/config.js'
+import contentType, { mediaType } from '../../plugins/content-type.js'
+import problems from '../../plugins/problems.js'
+import { serverOptions } from '../../src/options.js'
+import { build, json, testConfig } from '../helper.js'
+
+const VALID = JSON.stringify({ name: 'ab' })
+const INVALID = JSON.stringify({ name: 'a', admin: true })
+
+/** The content-type plugin on a bare Fastify (STYLE 10), with a strict JSON route and a form route. */
+async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance> {
+  const cfg = testConfig()
+  const app = factory ? Fastify(serverOptions(cfg)) : Fastify()
+  await app.register(config, { config: cfg })
+  await app.register(problems)
+  await app.register(contentType)
+  app.post('/things', {
+    schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
+  }, async (request) => ({ accepted: request.body }))
+  // Like POST /v1/auth/token: one route may take a form besides JSON.
+  app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)))
+    })
+    scope.post('/form', {
+      config: { contentTypes: ['application/x-www-form-urlencoded'] },
+      schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
+    }, async (request) => ({ accepted: request.body }))
+  })
+  await app.ready()
+  t.teardown(() => app.close())
+  return app
+}
+
+/** Sends bytes exactly as given over a real socket: app.inject refuses some of these headers. */
+async function raw (app: FastifyInstance, head: string, body: string): Promise<{ status: number, text: string }> {
+  if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  return await new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => { text += chunk })
+    socket.on('error', reject)
+    socket.on('end', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }))
+    socket.end(`POST /things HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}\r\n${body}`, 'latin1')
+  })
+}
+
+function contentHead (type: string | undefined, body: string) {
+  return `${type === undefined ? '' : `Content-Type: ${type}\r\n`}Content-Length: ${Buffer.byteLength(body)}\r\n`
+}
+
+// DESIGN §1 variants. `parsed`: the header names JSON and the body is parsed and validated;
+// otherwise it is refused with 415 before any parser runs.
+const VARIANTS: Array<{ header: string, parsed: boolean }> = [
+  { header: 'application/json', parsed: true },
+  { header: 'Application/Json', parsed: true },
+  { header: 'APPLICATION/JSON', parsed: true },
+  { header: 'application/json; charset=utf-8', parsed: true },
+  { header: 'application/json;charset=UTF-8', parsed: true },
+  { header: 'application/json; charset="utf-8"', parsed: true },
+  { header: 'application/json ;', parsed: false },
+  { header: 'application/json;', parsed: false },
+  { header: 'application/json\tx', parsed: false },
+  { header: ' application/json', parsed: false },
+  { header: 'application/json; charset=latin1', parsed: false },
+  { header: 'application/json; boundary=x', parsed: false },
+  { header: 'application/jsonx', parsed: false },
+  { header: 'application/json, text/plain', parsed: false },
+  { header: 'text/plain', parsed: false },
+  { header: 'text/plain; charset=utf-8', parsed: false },
+  { header: 'application/x-www-form-urlencoded', parsed: false },
+  { header: 'multipart/form-data; boundary=----x', parsed: false },
+  { header: 'application/vnd.api+json', parsed: false }
+]
+
+t.test('each Content-Type variant is parsed and validated, or refused with 415 (app.inject)', async (t) => {
+  const app = await bare(t)
+  for (const { header, parsed } of VARIANTS) {
+    const invalid = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': header }, payload: INVALID })
+    const valid = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': header }, payload: VALID })
+    const name = JSON.stringify(header)
+    if (parsed) {
+      t.equal(invalid.statusCode, 422, `${name}: an invalid body is validated`)
+      t.equal(json(invalid).code, 'ValidationFailed')
+      t.equal(valid.statusCode, 200, `${name}: a valid body is accepted`)
+      t.same(json(valid), { accepted: { name: 'ab' } })
+    } else {
+      t.equal(invalid.statusCode, 415, `${name}: refused`)
+      t.equal(json(invalid).code, 'UnsupportedMediaType')
+      t.equal(valid.statusCode, 415, `${name}: refused even with a valid body`)
+    }
+  }
+})
+
+t.test('each Content-Type variant sent over a raw socket never lets an invalid body through', async (t) => {
+  const app = await bare(t)
+  for (const { header, parsed } of VARIANTS) {
+    const name = JSON.stringify(header)
+    const invalid = await raw(app, contentHead(header, INVALID), INVALID)
+    t.ok([415, 422, 400].includes(invalid.status), `${name}: invalid body answered ${invalid.status}, never 2xx`)
+    const valid = await raw(app, contentHead(header, VALID), VALID)
+    // The HTTP parser trims the leading space of ` application/json`, so that one arrives as plain JSON.
+    const expected = parsed || header === ' application/json' ? 200 : 415
+    t.equal(valid.status, expected, `${name}: valid body answered ${expected}`)
+  }
+})
+
+t.test('a body without a Content-Type is refused with 415', async (t) => {
+  const app = await bare(t)
+  const res = await raw(app, contentHead(undefined, VALID), VALID)
+  t.equal(res.status, 415)
+  t.match(res.text, /application\/problem\+json/i)
+  t.match(res.text, /"code":"UnsupportedMediaType"/)
+  const chunked = await raw(app, 'Transfer-Encoding: chunked\r\n', `${VALID.length.toString(16)}\r\n${VALID}\r\n0\r\n\r\n`)
+  t.equal(chunked.status, 415, 'a chunked body without a Content-Type too')
+  const injected = await app.inject({ method: 'POST', url: '/things', payload: Buffer.from(INVALID) })
+  t.equal(injected.statusCode, 415, 'through inject as well')
+})
+
+t.test('a request without a body is not a media-type question: a missing body is a validation failure', async (t) => {
+  const app = await bare(t)
+  const res = await app.inject({ method: 'POST', url: '/things' })
+  t.equal(res.statusCode, 422)
+  t.equal(json(res).errors[0].in, 'body')
+})
+
+t.test('a route may name another type in config.contentTypes; other routes still refuse it', async (t) => {
+  const app = await bare(t)
+  const form = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ab' })
+  t.equal(form.statusCode, 200)
+  t.same(json(form), { accepted: { name: 'ab' } })
+  const badForm = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=a&admin=1' })
+  t.equal(badForm.statusCode, 422, 'and its body is validated')
+  const jsonToo = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/json' }, payload: VALID })
+  t.equal(jsonToo.statusCode, 200, 'JSON stays allowed')
+  const elsewhere = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ab' })
+  t.equal(elsewhere.statusCode, 415)
+  const textOnForm = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'text/plain' }, payload: 'name=ab' })
+  t.equal(textOnForm.statusCode, 415)
+})
+
+t.test('the plugin works alone on a plain Fastify() without the options factory', async (t) => {
+  const app = await bare(t, { factory: false })
+  t.equal((await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'text/plain' }, payload: VALID })).statusCode, 415)
+  t.equal((await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/json' }, payload: VALID })).statusCode, 200)
+})
+
+t.test('mediaType() accepts only well-formed headers', async (t) => {
+  t.equal(mediaType('application/json'), 'application/json')
+  t.equal(mediaType('Application/JSON; charset=UTF-8'), 'application/json')
+  t.equal(mediaType('multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW'), 'multipart/form-data')
+  t.equal(mediaType('application/json ;'), undefined)
+  t.equal(mediaType('application/json\tx'), undefined)
+  t.equal(mediaType(' application/json'), undefined)
+  t.equal(mediaType(''), undefined)
+})
+
+t.test('the real app refuses a text/plain body on a route that takes one', async (t) => {
+  const app = await build(t)
+  // /health takes no body, but the rule is about any request that carries one.
+  const res = await app.inject({ method: 'GET', url: '/health', headers: { 'content-type': 'text/plain' }, payload: 'x' })
+  t.equal(res.statusCode, 415)
+  t.equal(json(res).code, 'UnsupportedMediaType')
+})
