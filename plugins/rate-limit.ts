@@ -1,7 +1,25 @@
 import rateLimit from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
+import type { FastifyRequest } from 'fastify'
 import { AppError } from './problems.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * onRequest hook for a route with its own `config.rateLimit`: that config replaces the
+     * global per-client limit on the route, so this hook keeps the global one counting too.
+     */
+    clientRateLimit: (request: FastifyRequest) => Promise<void>
+  }
+}
+
+function rateLimited (max: number, ttlMs: number, after: string): AppError {
+  const seconds = Math.max(1, Math.ceil(ttlMs / 1000))
+  return new AppError('RateLimited', `rate limit of ${max} requests exceeded, retry in ${after}`, {
+    headers: { 'retry-after': String(seconds) }
+  })
+}
 
 /**
  * RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW per client IP, counted in memory or,
@@ -15,6 +33,13 @@ export default fp(async (fastify) => {
     redis = new Redis(config.REDIS_URL, { connectTimeout: 2000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
     redis.on('error', (err) => fastify.log.warn({ err: err.message }, 'redis error'))
     fastify.addHook('onClose', async () => { await redis!.quit().catch(() => redis!.disconnect()) })
+    // Without the offline queue, commands sent before the connection is up fail (and are skipped):
+    // wait for it, so the first requests are counted too. A Redis that is down only logs.
+    await new Promise<void>((resolve) => {
+      if (redis!.status === 'ready') return resolve()
+      const timer = setTimeout(() => { fastify.log.warn('redis not ready, rate limits are skipped until it is'); resolve() }, 2500)
+      redis!.once('ready', () => { clearTimeout(timer); resolve() })
+    })
   }
   await fastify.register(rateLimit, {
     global: true,
@@ -24,8 +49,14 @@ export default fp(async (fastify) => {
     nameSpace: 'roja-rl:',
     // A Redis outage must not take the API down with it.
     skipOnError: true,
-    errorResponseBuilder: (_request, context) => new AppError('RateLimited', `rate limit of ${context.max} requests exceeded, retry in ${context.after}`, {
-      headers: { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) }
-    })
+    errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl, context.after)
+  })
+
+  const perClient = fastify.createRateLimit()
+  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => {
+    const result = await perClient(request)
+    if (!result.isAllowed && result.isExceeded) {
+      throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
+    }
   })
 }, { name: 'rate-limit', dependencies: ['config', 'problems'] })

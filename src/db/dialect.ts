@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import {
   Kysely, OperationNodeTransformer, PostgresAdapter, PostgresDialect, SqliteDialect,
-  type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryResult,
+  type KyselyPlugin, type PluginTransformQueryArgs, type PrimitiveValueListNode, type PluginTransformResultArgs, type QueryResult,
   type RootOperationNode, type UnknownRow, type ValueNode
 } from 'kysely'
 import type { Database } from './schema.js'
@@ -52,6 +52,11 @@ class SqliteBooleans implements KyselyPlugin {
     protected override transformValue (node: ValueNode): ValueNode {
       const value = node.value
       return typeof value === 'boolean' ? { ...node, value: value ? 1 : 0 } : super.transformValue(node)
+    }
+
+    // Inserts of plain values carry them as one list, not as ValueNodes.
+    protected override transformPrimitiveValueList (node: PrimitiveValueListNode): PrimitiveValueListNode {
+      return { ...node, values: node.values.map(v => (typeof v === 'boolean' ? (v ? 1 : 0) : v)) }
     }
   })()
 

@@ -1,0 +1,98 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { DateTime, MediaUrl, Uuid } from './common.js'
+
+/** The fixed list of favorite_band values (spec UserBase: "only values from a fixed list"). */
+export const BANDS = [
+  'ABBA', 'Arctic Monkeys', 'Daft Punk', 'Fleetwood Mac', 'Led Zeppelin', 'Metallica',
+  'Nirvana', 'Pink Floyd', 'Queen', 'Radiohead', 'The Beatles', 'The Rolling Stones'
+] as const
+export type Band = typeof BANDS[number]
+
+/**
+ * An optional input that also takes null ("none"), as one JSON-Schema type list rather than an
+ * anyOf, so a failing value reports the one rule it broke instead of one error per branch.
+ */
+function orNull<T extends TSchema> (schema: T) {
+  const { type, enum: values, ...rest } = schema as unknown as { type: string, enum?: unknown[] }
+  return Type.Optional(Type.Unsafe<Static<T> | null>({
+    ...rest,
+    type: [type, 'null'],
+    ...(values ? { enum: [...values, null] } : {})
+  }))
+}
+
+/**
+ * The username as sent: the spec strips surrounding whitespace and lower-cases it, which Ajv
+ * cannot do, so the schema lets surrounding whitespace through and the domain (normaliseUsername)
+ * trims and lower-cases before the value is used or stored. The core is ^[A-Za-z0-9_-]+$.
+ */
+export const USERNAME_PATTERN = '^\\s*[A-Za-z0-9_-]+\\s*$'
+const UsernameInput = Type.String({
+  pattern: USERNAME_PATTERN,
+  maxLength: 64,
+  description: 'letters, digits, - and _; surrounding whitespace is stripped and the value lower-cased; "me" is reserved',
+  examples: ['ada_lovelace']
+})
+const FirstName = Type.String({ minLength: 1, maxLength: 128, examples: ['Ada'] })
+const LastName = Type.String({ maxLength: 128, examples: ['Lovelace'] })
+const Email = Type.String({ format: 'email', maxLength: 254, description: 'stored lower-cased; unique', examples: ['ada@example.com'] })
+const Age = Type.Integer({ minimum: 18, maximum: 150 })
+const FavoriteBand = Type.Unsafe<Band>({ type: 'string', enum: [...BANDS], description: 'one of a fixed list of bands' })
+const Website = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, examples: ['https://ada.example.com'] })
+// scrypt's cost does not depend on the length, but an upper bound keeps request bodies sane.
+const Password = Type.String({ minLength: 12, maxLength: 1024, description: 'at least 12 characters; never returned', writeOnly: true })
+
+/** The writable profile fields, shared by sign-up and PUT /profiles/me. */
+const ProfileFields = {
+  first_name: FirstName,
+  last_name: orNull(LastName),
+  age: orNull(Age),
+  favorite_band: orNull(FavoriteBand),
+  website: orNull(Website)
+}
+
+/** Sign-up body: the spec's UserBase plus last_name and password (DESIGN §3). */
+export const ProfileCreate = Type.Object({
+  username: UsernameInput,
+  email: Email,
+  password: Password,
+  ...ProfileFields
+}, { $id: 'ProfileCreate', title: 'ProfileCreate', additionalProperties: false })
+export type ProfileCreate = Static<typeof ProfileCreate>
+
+/** PUT /profiles/me replaces the writable fields: an absent or null optional field becomes null. */
+export const ProfileUpdate = Type.Object({
+  ...ProfileFields,
+  avatar_url: orNull(MediaUrl)
+}, { $id: 'ProfileUpdate', title: 'ProfileUpdate', additionalProperties: false })
+export type ProfileUpdate = Static<typeof ProfileUpdate>
+
+const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+const ProfileProperties = {
+  id: Uuid,
+  username: Type.String({ examples: ['ada_lovelace'] }),
+  first_name: Type.String({ examples: ['Ada'] }),
+  last_name: nullable(Type.String()),
+  age: nullable(Type.Integer()),
+  favorite_band: nullable(FavoriteBand),
+  website: nullable(Type.String()),
+  avatar_url: nullable(Type.String()),
+  is_creator: Type.Boolean(),
+  created_at: DateTime,
+  updated_at: DateTime
+}
+
+/** The public profile: never e-mail or password data. Its id is the user's id. */
+export const Profile = Type.Object(ProfileProperties, {
+  $id: 'Profile', title: 'Profile', additionalProperties: false
+})
+export type Profile = Static<typeof Profile>
+
+/** The caller's own profile: the public one plus the e-mail address. */
+export const MyProfile = Type.Object({ ...ProfileProperties, email: Type.String() }, {
+  $id: 'MyProfile', title: 'MyProfile', additionalProperties: false
+})
+export type MyProfile = Static<typeof MyProfile>
+
+export const ProfileParams = Type.Object({ profileId: Uuid }, { additionalProperties: false })

@@ -1,0 +1,68 @@
+import { pathToFileURL } from 'node:url'
+import { ConfigError, loadConfig } from '../plugins/config.js'
+import { AppError } from '../plugins/problems.js'
+import { createDb, type Db } from './db/dialect.js'
+import { migrateToLatest } from './db/migrate.js'
+import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from './domain/users.js'
+
+/**
+ * Operator commands: `npm run cli -- <group> <action> [args]`. Exit codes: 0 done,
+ * 1 the command failed (unknown user, bad configuration), 2 bad usage.
+ */
+export interface Command {
+  usage: string
+  args: string[]
+  run: (db: Db, args: string[]) => Promise<string>
+}
+
+const flagCommand = (change: (db: Db, username: string) => Promise<FlagChange>, done: string, already: string) =>
+  async (db: Db, [username]: string[]) => {
+    const result = await change(db, username)
+    return result.changed ? `${result.username} ${done}` : `${result.username} ${already}, nothing changed`
+  }
+
+/** The command table: add a line here to add a command. */
+export const commands: Record<string, Command> = {
+  'creator grant': { usage: 'creator grant <username>', args: ['username'], run: flagCommand(grantCreator, 'is now a creator', 'is already a creator') },
+  'creator revoke': { usage: 'creator revoke <username>', args: ['username'], run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator') },
+  'user ban': { usage: 'user ban <username>', args: ['username'], run: flagCommand(banUser, 'is now banned', 'is already banned') },
+  'user unban': { usage: 'user unban <username>', args: ['username'], run: flagCommand(unbanUser, 'is no longer banned', 'is not banned') }
+}
+
+function usage (): string {
+  return ['usage: npm run cli -- <command>', ...Object.values(commands).map(c => `  ${c.usage}`)].join('\n')
+}
+
+export async function main (argv: string[]): Promise<number> {
+  const name = argv.slice(0, 2).join(' ')
+  const command = commands[name]
+  const args = argv.slice(2)
+  if (!command || args.length !== command.args.length || args.some(a => a.trim() === '')) {
+    console.error(command ? `usage: npm run cli -- ${command.usage}` : usage())
+    return 2
+  }
+  let config
+  try {
+    config = loadConfig(process.env, { dotenv: true })
+  } catch (err) {
+    if (err instanceof ConfigError) { console.error(err.message); return 1 }
+    throw err
+  }
+  const db = createDb(config.databaseUrl)
+  try {
+    await migrateToLatest(db)
+    console.log(await command.run(db, args))
+    return 0
+  } catch (err) {
+    if (err instanceof AppError) { console.error(`error: ${err.message}`); return 1 }
+    console.error(`error: ${(err as Error).message}`)
+    return 1
+  } finally {
+    await db.destroy()
+  }
+}
+
+// Run only as the entry point, so other modules (a future `seed`) may import the table.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await main(process.argv.slice(2))
+}

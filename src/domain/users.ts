@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto'
+import type { Selectable } from 'kysely'
+import { AppError } from '../../plugins/problems.js'
+import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
+import type { Db } from '../db/dialect.js'
+import type { ProfileTable } from '../db/schema.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
+
+/** The spec's username rule: surrounding whitespace stripped, lower case. The one place it is applied. */
+export function normaliseUsername (username: string): string {
+  return username.trim().toLowerCase()
+}
+
+// `me` would be shadowed by /profiles/me.
+const RESERVED_USERNAMES = new Set(['me'])
+
+type ProfileRow = Selectable<ProfileTable> & { username: string, is_creator: boolean | number }
+
+function selectProfile (db: Db) {
+  return db.selectFrom('profile').innerJoin('user', 'user.id', 'profile.id')
+    .select(['profile.id', 'user.username', 'profile.first_name', 'profile.last_name', 'profile.age',
+      'profile.favorite_band', 'profile.website', 'profile.avatar_url', 'user.is_creator',
+      'profile.created_at', 'profile.updated_at'])
+}
+
+function toProfile (row: ProfileRow): Profile {
+  return {
+    id: row.id,
+    username: row.username,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    age: row.age,
+    favorite_band: row.favorite_band as Profile['favorite_band'],
+    website: row.website,
+    avatar_url: row.avatar_url,
+    is_creator: Boolean(row.is_creator),
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+/** Sign-up: creates the user and its profile (same id). Taken username or e-mail → 409. */
+export async function signUp (db: Db, input: ProfileCreate): Promise<MyProfile> {
+  const username = normaliseUsername(input.username)
+  if (RESERVED_USERNAMES.has(username)) {
+    throw new AppError('InvalidUserData', 'bad username, choose another', {
+      errors: [{ in: 'body', field: '/username', rule: 'reserved', message: 'bad username, choose another' }]
+    })
+  }
+  const email = input.email.trim().toLowerCase()
+  const passwordHash = await hashPassword(input.password)
+  const id = randomUUID()
+  const now = nowIso()
+  try {
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('user').values({
+        id, username, email, password_hash: passwordHash, is_active: true, is_creator: false, created_at: now, updated_at: now
+      }).execute()
+      await trx.insertInto('profile').values({
+        id, first_name: input.first_name, last_name: input.last_name ?? null, age: input.age ?? null,
+        favorite_band: input.favorite_band ?? null, website: input.website ?? null, avatar_url: null,
+        created_at: now, updated_at: now
+      }).execute()
+    })
+  } catch (err) {
+    // The unique constraints decide, so two concurrent sign-ups cannot both win.
+    const column = uniqueViolation(err)
+    if (column) throw new AppError('Conflict', `this ${column === 'email' ? 'e-mail address' : 'username'} is already taken`)
+    throw err
+  }
+  return getMyProfile(db, id)
+}
+
+/** Which of user.username / user.email a unique-constraint failure is about, if it is one. */
+function uniqueViolation (err: unknown): 'username' | 'email' | undefined {
+  const e = err as { code?: string, constraint?: string, message?: string }
+  const text = e.code === '23505' ? String(e.constraint) : e.code === 'SQLITE_CONSTRAINT_UNIQUE' ? String(e.message) : undefined
+  if (text === undefined) return undefined
+  return text.includes('email') ? 'email' : 'username'
+}
+
+/**
+ * The user id for a username and password, or 401 InvalidCredentials. An unknown username
+ * still pays for one scrypt (against DUMMY_HASH), so both failures cost the same and look the same.
+ * A banned user with the right password is told so (403) rather than handed a useless token.
+ */
+export async function checkCredentials (db: Db, username: string, password: string): Promise<string> {
+  const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active'])
+    .where('username', '=', normaliseUsername(username)).executeTakeFirst()
+  const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH)
+  if (!user || !ok) throw new AppError('InvalidCredentials', 'wrong username or password')
+  if (!user.is_active) throw new AppError('UserIsBanned', 'this account is banned')
+  return user.id
+}
+
+export async function getProfile (db: Db, id: string): Promise<Profile> {
+  const row = await selectProfile(db).where('profile.id', '=', id).executeTakeFirst()
+  if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
+  return toProfile(row)
+}
+
+export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
+  const row = await selectProfile(db).select('user.email').where('profile.id', '=', id).executeTakeFirst()
+  if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
+  return { ...toProfile(row), email: row.email }
+}
+
+/** A creator's profile: 404 ProfileNotFound, or 404 ProfileNotCreator when it is no creator's. */
+export async function getCreator (db: Db, id: string): Promise<Profile> {
+  const profile = await getProfile(db, id)
+  if (!profile.is_creator) throw new AppError('ProfileNotCreator', `profile ${id} is not a creator`)
+  return profile
+}
+
+/** PUT /profiles/me: replaces the writable fields; an absent optional field becomes null. */
+export async function updateMe (db: Db, id: string, input: ProfileUpdate): Promise<MyProfile> {
+  await db.updateTable('profile').set({
+    first_name: input.first_name,
+    last_name: input.last_name ?? null,
+    age: input.age ?? null,
+    favorite_band: input.favorite_band ?? null,
+    website: input.website ?? null,
+    avatar_url: input.avatar_url ?? null,
+    updated_at: nowIso()
+  }).where('id', '=', id).execute()
+  return getMyProfile(db, id)
+}
+
+// Operator actions (src/cli.ts). Each answers whether anything changed; an unknown user is ProfileNotFound.
+
+export interface FlagChange { username: string, changed: boolean }
+
+async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_active', value: boolean): Promise<FlagChange> {
+  const name = normaliseUsername(username)
+  const user = await db.selectFrom('user').select(['id', flag]).where('username', '=', name).executeTakeFirst()
+  if (!user) throw new AppError('ProfileNotFound', `no user named ${name}`)
+  if (Boolean(user[flag]) === value) return { username: name, changed: false }
+  await db.updateTable('user').set({ [flag]: value, updated_at: nowIso() }).where('id', '=', user.id).execute()
+  return { username: name, changed: true }
+}
+
+export const grantCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', true)
+export const revokeCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', false)
+export const banUser = (db: Db, username: string) => setFlag(db, username, 'is_active', false)
+export const unbanUser = (db: Db, username: string) => setFlag(db, username, 'is_active', true)

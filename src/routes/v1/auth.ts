@@ -1,0 +1,63 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { AppError } from '../../../plugins/problems.js'
+import { TokenForm, TokenRequest, TokenResponse } from '../../../schemas/auth.js'
+import { ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { checkCredentials, normaliseUsername } from '../../domain/users.js'
+
+const FORM = 'application/x-www-form-urlencoded'
+
+/** The stricter limit of the token endpoint counts attempts per client IP and username. */
+function ipAndUsername (request: FastifyRequest): string {
+  const username = (request.body as { username?: unknown } | undefined)?.username
+  return `${request.ip}|${typeof username === 'string' ? normaliseUsername(username) : ''}`
+}
+
+/** POST /v1/auth/token: a bearer token for a username and password (JSON or the RFC 6749 form). */
+const auth: FastifyPluginAsyncTypebox = async (fastify) => {
+  // Only this encapsulated group parses forms (RFC 6749 §4.3.2); elsewhere they stay 415.
+  fastify.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => {
+    const params = new URLSearchParams(body as string)
+    const out: Record<string, string> = {}
+    for (const [key, value] of params) {
+      // RFC 6749 §3.2: a parameter must not be sent more than once.
+      if (key in out) return done(new AppError('MalformedBody', `the form repeats the parameter ${key}`), undefined)
+      out[key] = value
+    }
+    done(null, out)
+  })
+
+  fastify.post('/auth/token', {
+    onRequest: fastify.clientRateLimit,
+    config: {
+      contentTypes: [FORM],
+      // After validation, so the key can read the username from the body.
+      rateLimit: { max: fastify.config.AUTH_RATE_LIMIT_MAX, timeWindow: fastify.config.RATE_LIMIT_WINDOW, hook: 'preHandler', keyGenerator: ipAndUsername }
+    },
+    schema: {
+      tags: ['auth'],
+      operationId: 'createToken',
+      summary: 'Exchange a username and password for a bearer token',
+      body: {
+        content: {
+          'application/json': { schema: ref(TokenRequest) },
+          [FORM]: { schema: ref(TokenForm) }
+        }
+      },
+      response: { 200: ref(TokenResponse), ...errorResponses('MalformedBody', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'RateLimited') }
+    }
+  }, async (request, reply) => {
+    const body = request.body as TokenRequest | TokenForm | undefined
+    if (body === undefined || body === null) {
+      throw new AppError('ValidationFailed', 'a body with username and password is required', {
+        errors: [{ in: 'body', field: '', rule: 'required', message: 'is required' }]
+      })
+    }
+    const userId = await checkCredentials(fastify.db, body.username, body.password)
+    // RFC 6749 §5.1: token responses must not be cached.
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken(userId))
+  })
+}
+
+export default auth
