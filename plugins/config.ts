@@ -30,7 +30,11 @@ export const EnvSchema = Type.Object({
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
-  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 })
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
+  // Load shedding (plugins/under-pressure.ts): over these, requests get 503 + Retry-After.
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),
+  MAX_HEAP_BYTES: Type.Optional(Type.Integer({ minimum: 1 })),
+  MAX_RSS_BYTES: Type.Optional(Type.Integer({ minimum: 1 }))
 })
 export type Env = Static<typeof EnvSchema>
 
@@ -43,9 +47,10 @@ export class ConfigError extends Error {}
 export function loadConfig (env: Record<string, string | undefined> = process.env, { dotenv = false } = {}) {
   let raw: Env
   try {
-    raw = envSchema<Env>({ schema: EnvSchema, data: env, dotenv, ajv: { customOptions: (ajv) => ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i) } })
+    // `env: false`: the given env is the one source (plus .env), so tests never pick up the shell's variables.
+    raw = envSchema<Env>({ schema: EnvSchema, data: env, env: false, dotenv, ajv: { customOptions: (ajv) => ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i) } })
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${(err as Error).message.replaceAll('env/', '')}`)
+    throw new ConfigError(`invalid configuration: ${describeEnvError(err as Error & { errors?: EnvIssue[] })}`)
   }
   const production = raw.ENVIRONMENT === 'production'
   if (production && !raw.JWT_SECRET) {
@@ -79,6 +84,21 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   }
 }
 export type Config = ReturnType<typeof loadConfig>
+
+interface EnvIssue { keyword: string, instancePath: string, message?: string }
+
+/** One line per bad variable; a choice names its allowed values instead of Ajv's anyOf noise. */
+function describeEnvError (err: Error & { errors?: EnvIssue[] }): string {
+  if (!err.errors) return err.message
+  const lines = new Map<string, string>()
+  for (const e of err.errors) {
+    const name = e.instancePath.replace(/^\//, '')
+    const choices = (EnvSchema.properties as Record<string, { anyOf?: Array<{ const?: unknown }> }>)[name]?.anyOf
+    if (choices) lines.set(name, `${name} must be one of ${choices.map(c => String(c.const)).join(', ')}`)
+    else if (!lines.has(name)) lines.set(name, `${name} ${e.message ?? 'is invalid'}`)
+  }
+  return [...lines.values()].join('; ')
+}
 
 function list (value: string): string[] {
   return value.split(',').map(s => s.trim()).filter(Boolean)

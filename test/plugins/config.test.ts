@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process'
+import { resolve } from 'node:path'
+import Fastify from 'fastify'
+import t from 'tap'
+import configPlugin, { ConfigError, loadConfig } from '../../plugins/config.js'
+import { testConfig } from '../helper.js'
+
+const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
+
+t.test('defaults follow DESIGN §5', async (t) => {
+  const c = loadConfig({})
+  t.equal(c.ENVIRONMENT, 'local')
+  t.equal(c.HOST, '127.0.0.1')
+  t.equal(c.PORT, 3000)
+  t.equal(c.DATA_DIR, './data')
+  t.equal(c.dataDir, resolve('./data'))
+  t.equal(c.ACCESS_TOKEN_TTL, 3600)
+  t.equal(c.ALLOWED_CORS_ORIGINS, '')
+  t.equal(c.MAX_UPLOAD_BYTES, 1073741824)
+  t.equal(c.RATE_LIMIT_MAX, 300)
+  t.equal(c.RATE_LIMIT_WINDOW, '1 minute')
+  t.equal(c.LOG_LEVEL, 'info')
+  t.equal(c.SMTP_URL, undefined)
+  t.equal(c.TLS_CERT_FILE, undefined)
+  t.equal(c.trustProxy, undefined)
+  t.equal(c.production, false)
+  t.equal(c.docsEnabled, true)
+})
+
+t.test('only the given variables count, not the shell that runs the tests', async (t) => {
+  const before = process.env.PORT
+  process.env.PORT = '4321'
+  t.teardown(() => { if (before === undefined) delete process.env.PORT; else process.env.PORT = before })
+  t.equal(loadConfig({}).PORT, 3000)
+  t.equal(loadConfig({ PORT: '8080' }).PORT, 8080)
+})
+
+t.test('derived values', async (t) => {
+  t.test('databaseUrl defaults to a SQLite file under DATA_DIR', async (t) => {
+    t.equal(loadConfig({ DATA_DIR: '/srv/roja' }).databaseUrl, 'sqlite:/srv/roja/roja.sqlite')
+    t.equal(loadConfig({ DATA_DIR: '/srv/roja', DATABASE_URL: 'sqlite::memory:' }).databaseUrl, 'sqlite::memory:')
+    t.equal(loadConfig({ DATABASE_URL: 'postgres://u@db:5432/roja' }).databaseUrl, 'postgres://u@db:5432/roja')
+    t.equal(loadConfig({ DATABASE_URL: 'postgresql://u@db/roja' }).databaseUrl, 'postgresql://u@db/roja')
+  })
+
+  t.test('mediaPublicUrl defaults to http://HOST:PORT and loses trailing slashes', async (t) => {
+    t.equal(loadConfig({}).mediaPublicUrl, 'http://127.0.0.1:3000')
+    t.equal(loadConfig({ HOST: '0.0.0.0', PORT: '8080' }).mediaPublicUrl, 'http://0.0.0.0:8080')
+    t.equal(loadConfig({ MEDIA_PUBLIC_URL: 'https://media.example.com/' }).mediaPublicUrl, 'https://media.example.com')
+  })
+
+  t.test('allowedMediaHosts defaults to the host of mediaPublicUrl', async (t) => {
+    t.same(loadConfig({}).allowedMediaHosts, ['127.0.0.1:3000'])
+    t.same(loadConfig({ MEDIA_PUBLIC_URL: 'https://Media.Example.com' }).allowedMediaHosts, ['media.example.com'])
+    t.same(loadConfig({ ALLOWED_MEDIA_HOSTS: 'cdn.example.com, Media.Example.com ,' }).allowedMediaHosts, ['cdn.example.com', 'media.example.com'])
+  })
+
+  t.test('corsOrigins is the trimmed comma list', async (t) => {
+    t.same(loadConfig({}).corsOrigins, [])
+    t.same(loadConfig({ ALLOWED_CORS_ORIGINS: 'https://a.example.com, https://b.example.com,' }).corsOrigins, ['https://a.example.com', 'https://b.example.com'])
+    t.same(loadConfig({ ALLOWED_CORS_ORIGINS: '*' }).corsOrigins, ['*'])
+  })
+
+  t.test('docs only in local and staging', async (t) => {
+    t.equal(loadConfig({ ENVIRONMENT: 'local' }).docsEnabled, true)
+    t.equal(loadConfig({ ENVIRONMENT: 'staging' }).docsEnabled, true)
+    t.equal(loadConfig({ ENVIRONMENT: 'test' }).docsEnabled, false)
+    t.equal(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: 'true' }).docsEnabled, false)
+  })
+
+  t.test('TRUST_PROXY: true, a hop count, or an address list', async (t) => {
+    t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+    t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, undefined)
+    t.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
+    t.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8' }).trustProxy, '10.0.0.0/8')
+  })
+
+  t.test('JWT secret: the given one, or a random one flagged as generated', async (t) => {
+    const given = loadConfig({ JWT_SECRET: SECRET })
+    t.equal(given.jwtSecret, SECRET)
+    t.equal(given.jwtSecretGenerated, false)
+    const a = loadConfig({})
+    const b = loadConfig({})
+    t.equal(a.jwtSecretGenerated, true)
+    t.ok(Buffer.byteLength(a.jwtSecret) >= 32, 'a random secret is long enough')
+    t.not(a.jwtSecret, b.jwtSecret, 'and differs each start')
+  })
+
+  t.test('numbers arrive as numbers', async (t) => {
+    const c = loadConfig({ PORT: '0', ACCESS_TOKEN_TTL: '60', MAX_UPLOAD_BYTES: '1024' })
+    t.equal(c.PORT, 0)
+    t.equal(c.ACCESS_TOKEN_TTL, 60)
+    t.equal(c.MAX_UPLOAD_BYTES, 1024)
+  })
+})
+
+t.test('a bad value stops with a message naming the variable', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /PORT must be integer/],
+    [{ PORT: '65536' }, /PORT must be <= 65535/],
+    [{ PORT: '-1' }, /PORT/],
+    [{ ENVIRONMENT: 'prod' }, /ENVIRONMENT must be one of local, staging, production, test/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/],
+    [{ DATABASE_URL: 'mysql://u@db/roja' }, /DATABASE_URL/],
+    [{ ACCESS_TOKEN_TTL: '0' }, /ACCESS_TOKEN_TTL/],
+    [{ MEDIA_PUBLIC_URL: 'ftp://media.example.com' }, /MEDIA_PUBLIC_URL/],
+    [{ SMTP_URL: 'http://mail' }, /SMTP_URL/],
+    [{ REDIS_URL: 'localhost:6379' }, /REDIS_URL/],
+    [{ MAX_UPLOAD_BYTES: '1GB' }, /MAX_UPLOAD_BYTES/],
+    [{ TLS_CERT_FILE: '/etc/cert.pem' }, /TLS_CERT_FILE and TLS_KEY_FILE/]
+  ]
+  for (const [env, message] of cases) {
+    const err = t.throws(() => loadConfig(env), message, JSON.stringify(env))
+    t.ok(err instanceof ConfigError, 'a ConfigError, which the server prints without a stack')
+  }
+})
+
+t.test('two bad values are both named, once each', async (t) => {
+  const err = t.throws(() => loadConfig({ ENVIRONMENT: 'prod', PORT: 'abc' })) as Error
+  t.match(err.message, /ENVIRONMENT must be one of/)
+  t.match(err.message, /PORT must be integer/)
+  t.equal(err.message.match(/ENVIRONMENT/g)?.length, 1)
+})
+
+t.test('production refuses to start without JWT_SECRET', async (t) => {
+  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true' }), /JWT_SECRET is required/)
+  t.ok(loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true', JWT_SECRET: SECRET }).production)
+})
+
+t.test('a JWT_SECRET shorter than 32 bytes is refused everywhere', async (t) => {
+  t.throws(() => loadConfig({ JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/)
+  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/)
+  t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwtSecret, 'x'.repeat(32), '32 bytes is enough')
+})
+
+t.test('production needs TLS files or a trusted proxy', async (t) => {
+  t.throws(() => loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET }), /TLS_CERT_FILE|TRUST_PROXY/)
+  t.ok(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k' }).production)
+})
+
+t.test('the plugin alone decorates a bare Fastify with the config', async (t) => {
+  const config = testConfig({ PORT: '4000' })
+  const app = Fastify()
+  await app.register(configPlugin, { config })
+  await app.ready()
+  t.teardown(() => app.close())
+  t.equal(app.config.PORT, 4000)
+  t.equal(app.config, config)
+})
+
+t.test('the server process refuses to start in production without JWT_SECRET, naming it', async (t) => {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', ENVIRONMENT: 'production', TRUST_PROXY: 'true', PORT: '0', DATA_DIR: '/tmp/roja-config-test' }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: resolve(import.meta.dirname, '../..'), env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (c) => { output += String(c) })
+  child.stderr.on('data', (c) => { output += String(c) })
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  t.not(code, 0, 'exits non-zero')
+  t.equal(code, 78, 'EX_CONFIG')
+  t.match(output, /JWT_SECRET/)
+  t.notMatch(output, /at .*\.ts:\d+/, 'a message, not a stack trace')
+})
