@@ -4,13 +4,17 @@ import auth from '../plugins/auth.js'
 import config, { type Config } from '../plugins/config.js'
 import contentType from '../plugins/content-type.js'
 import db from '../plugins/db.js'
+import deprecation from '../plugins/deprecation.js'
 import etag from '../plugins/etag.js'
 import idempotency from '../plugins/idempotency.js'
+import mediaStorage from '../plugins/media-storage.js'
 import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
+import outbox, { type OutboxOptions } from '../plugins/outbox.js'
 import problems from '../plugins/problems.js'
 import rateLimit from '../plugins/rate-limit.js'
 import security from '../plugins/security.js'
+import underPressure from '../plugins/under-pressure.js'
 import { components } from '../schemas/index.js'
 import operations from './routes/operations.js'
 import v1 from './routes/v1/index.js'
@@ -20,6 +24,8 @@ export interface AppOptions {
   config: Config
   /** PostgreSQL schema to use (tests give each file its own) */
   dbSchema?: string
+  /** the e-mail outbox worker's settings (tests turn the loop off and call runOnce) */
+  outbox?: OutboxOptions
 }
 
 /** The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this. */
@@ -31,10 +37,14 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(metrics)
   await fastify.register(rateLimit)
   await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
+  await fastify.register(outbox, opts.outbox ?? {})
+  await fastify.register(underPressure)
   await fastify.register(auth)
   await fastify.register(etag)
   await fastify.register(idempotency)
+  await fastify.register(mediaStorage)
   await fastify.register(openapi)
+  await fastify.register(deprecation)
   for (const schema of components) fastify.addSchema(schema)
 
   await fastify.register(operations)

@@ -7,7 +7,8 @@ import { PACKAGE_VERSION } from '../meta.js'
 /** /health and /version: unversioned, public, cheap (spec 4.5). */
 const operations: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/health', {
-    config: { rateLimit: false },
+    // /health reports an outage itself (503 + checks) rather than being shed
+    config: { rateLimit: false, pressure: false },
     schema: {
       tags: ['operations'],
       operationId: 'getHealth',

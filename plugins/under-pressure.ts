@@ -1,0 +1,58 @@
+import { getHeapStatistics } from 'node:v8'
+import underPressure from '@fastify/under-pressure'
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { errorResponses } from '../schemas/problems.js'
+import { AppError } from './problems.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `false`: this route answers even under pressure (it reports the trouble itself, like /health) */
+    pressure?: boolean
+  }
+}
+
+/** Seconds a shed client is told to wait. */
+export const RETRY_AFTER_SECONDS = 5
+// A whole sample with no tick counts as infinite delay: one second keeps a single GC pause from shedding.
+const SAMPLE_MS = 1000
+const HEALTH_CHECK_MS = 1000
+
+/**
+ * Load shedding (@fastify/under-pressure): when the event loop lags, the heap or RSS passes its
+ * ceiling, or the database stops answering, requests are refused at once with 503
+ * ServiceUnavailable + Retry-After, so an overloaded server stays responsive and its memory
+ * bounded instead of queueing work it cannot finish.
+ */
+export default fp(async (fastify) => {
+  const { config } = fastify
+  // Default heap ceiling: 90 % of V8's own limit, so we shed before the process dies of OOM.
+  const maxHeapUsedBytes = config.MAX_HEAP_BYTES ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9)
+  const shed = new AppError('ServiceUnavailable', 'the server is under too much load, try again later', {
+    headers: { 'retry-after': String(RETRY_AFTER_SECONDS) }
+  })
+  const unavailable = new AppError('ServiceUnavailable', 'a backing service is unavailable, try again later', {
+    headers: { 'retry-after': String(RETRY_AFTER_SECONDS) }
+  })
+
+  await fastify.register(underPressure, {
+    maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
+    maxHeapUsedBytes,
+    maxRssBytes: config.MAX_RSS_BYTES ?? 0, // 0: no RSS ceiling
+    sampleInterval: SAMPLE_MS,
+    healthCheck: async () => await fastify.dbHealthy(),
+    healthCheckInterval: HEALTH_CHECK_MS,
+    pressureHandler: async (request: FastifyRequest, _reply, type) => {
+      if (request.routeOptions.config?.pressure === false) return
+      throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
+    }
+  })
+
+  // Any route can be shed, so every documented operation declares the 503 it may answer.
+  const response503 = errorResponses('ServiceUnavailable')[503]
+  fastify.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<string, unknown> | undefined
+    if (!response || response[503] !== undefined || response['5xx'] !== undefined) return
+    route.schema = { ...route.schema, response: { ...response, 503: response503 } }
+  })
+}, { name: 'under-pressure', dependencies: ['config', 'problems', 'db'] })
