@@ -33,6 +33,19 @@ export const MediaUrl = Type.String({
   examples: ['http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10']
 })
 
+/**
+ * An optional input that also takes null, as one JSON-Schema type list rather than an anyOf,
+ * so a failing value reports the one rule it broke instead of one error per branch.
+ */
+export function OptionalOrNull<T extends TSchema> (schema: T) {
+  const { type, enum: values, ...rest } = schema as unknown as { type: string, enum?: unknown[] }
+  return Type.Optional(Type.Unsafe<Static<T> | null>({
+    ...rest,
+    type: [type, 'null'],
+    ...(values ? { enum: [...values, null] } : {})
+  }))
+}
+
 /** 304 on a GET whose If-None-Match names the current ETag. */
 export const NotModified = Type.Null({ description: 'Not Modified: the If-None-Match ETag is current' })
 
@@ -40,6 +53,14 @@ export const NotModified = Type.Null({ description: 'Not Modified: the If-None-M
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'ETag the change is based on; a stale one is 412' }))
 })
+
+/** The header of creating POSTs: a retry with the same key and body answers as the first did (DESIGN §1). */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'client-chosen key, 1..255 visible ASCII characters; kept 24 h' }))
+})
+
+/** 204 on a successful DELETE: no body. */
+export const NoContent = Type.Null({ description: 'No Content: deleted' })
 
 export const QueuedStatus = Type.Object({ status: Type.Literal('queued') }, {
   $id: 'Queued',

@@ -1,30 +1,35 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { SelectQueryBuilder } from 'kysely'
+import { sql, type SelectQueryBuilder } from 'kysely'
 
 /** The list conventions of DESIGN §1, written once: paging, sorting, the envelope's total, Link. */
 
 export interface Page {
   limit: number
   offset: number
+  /** the paging form the client used: links repeat it (`page`/`count` is the spec's alternative form) */
+  style?: 'offset' | 'page'
 }
 
 export interface SortKey {
   column: string
   direction: 'asc' | 'desc'
+  /** a nullable column: nulls go last in both directions, the same on SQLite and PostgreSQL */
+  nullsLast?: boolean
 }
 
 /**
  * Parses `sort=field,-other` (already checked against the list's enum by its schema) into
  * columns through the list's own map, so only named columns can ever reach SQL.
- * `tiebreak` (usually the id) keeps pages stable when sort values repeat.
+ * `tiebreak` (usually the id) keeps pages stable when sort values repeat; `nullable` names the
+ * mapped columns that may hold NULL (sorted last either way).
  */
-export function parseSort (sort: string | undefined, columns: Record<string, string>, fallback: SortKey[], tiebreak = 'id'): SortKey[] {
+export function parseSort (sort: string | undefined, columns: Record<string, string>, fallback: SortKey[], tiebreak = 'id', nullable: readonly string[] = []): SortKey[] {
   const keys: SortKey[] = sort
     ? sort.split(',').map(part => {
       const desc = part.startsWith('-')
       const column = columns[desc ? part.slice(1) : part]
       if (!column) throw new Error(`unsortable field ${part}`) // unreachable: the schema's pattern names the fields
-      return { column, direction: desc ? 'desc' : 'asc' }
+      return { column, direction: desc ? 'desc' : 'asc', ...(nullable.includes(column) ? { nullsLast: true } : {}) }
     })
     : [...fallback]
   const last = keys[keys.length - 1]
@@ -35,8 +40,24 @@ export function parseSort (sort: string | undefined, columns: Record<string, str
 /** Applies sort keys, limit and offset to a select. */
 export function applyPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page): SelectQueryBuilder<DB, TB, O> {
   let q = query
-  for (const key of sort) q = q.orderBy(key.column as never, key.direction)
+  for (const key of sort) {
+    // Only nullable columns say NULLS LAST: on NOT NULL columns it would keep PostgreSQL off the index.
+    q = key.nullsLast
+      ? q.orderBy(key.column as never, ob => (key.direction === 'desc' ? ob.desc() : ob.asc()).nullsLast())
+      : q.orderBy(key.column as never, key.direction)
+  }
   return q.limit(page.limit).offset(page.offset)
+}
+
+/**
+ * Runs one list: the page (sorted, limited) and the `total` of every row the query's filters
+ * match. Give it the filtered select without order or paging; no GROUP BY (the count would count groups).
+ */
+export async function fetchPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page): Promise<{ rows: O[], total: number }> {
+  const counted = (query.clearSelect() as unknown as SelectQueryBuilder<DB, TB, object>)
+    .select(sql<number | string>`count(*)`.as('total'))
+  const [rows, count] = await Promise.all([applyPage(query, sort, page).execute(), counted.executeTakeFirst()])
+  return { rows, total: Number((count as { total?: number | string } | undefined)?.total ?? 0) }
 }
 
 /**
@@ -48,8 +69,14 @@ export function setPageLinks (request: FastifyRequest, reply: FastifyReply, page
   const links: string[] = []
   const at = (offset: number, rel: string) => {
     const params = new URLSearchParams(search)
-    params.set('limit', String(page.limit))
-    params.set('offset', String(offset))
+    if (page.style === 'page') {
+      // ceil: a prev link from beyond the end lands on the last page, not between pages
+      params.set('page', String(Math.ceil(offset / page.limit) + 1))
+      params.set('count', String(page.limit))
+    } else {
+      params.set('limit', String(page.limit))
+      params.set('offset', String(offset))
+    }
     links.push(`<${path}?${params.toString()}>; rel="${rel}"`)
   }
   if (page.offset + page.limit < total) at(page.offset + page.limit, 'next')

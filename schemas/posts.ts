@@ -1,0 +1,97 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, OptionalOrNull, Params, Uuid, ref } from './common.js'
+
+const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const POST_TYPES = ['ARTICLE', 'COURSE'] as const
+export const PostType = Type.Unsafe<typeof POST_TYPES[number]>({ type: 'string', enum: [...POST_TYPES], examples: ['ARTICLE'] })
+
+/** Who wrote something, as every resource shows a person: never e-mail or password data. */
+export const UserSummary = Type.Object({
+  id: Uuid,
+  username: Type.String({ examples: ['ada_lovelace'] }),
+  first_name: Type.String({ examples: ['Ada'] }),
+  last_name: nullable(Type.String({ examples: ['Lovelace'] }))
+}, { $id: 'UserSummary', title: 'UserSummary', additionalProperties: false })
+export type UserSummary = Static<typeof UserSummary>
+
+export const Post = Type.Object({
+  id: Uuid,
+  type: PostType,
+  slug: Type.String({ examples: ['my-first-post'] }),
+  title: Type.String({ examples: ['My first post'] }),
+  body: Type.String(),
+  tags: Type.Array(Type.String(), { examples: [['fastify', 'api']] }),
+  media_url: nullable(Type.String({ format: 'uri', description: 'on an allowed internal media host' })),
+  creator: ref(UserSummary),
+  published_at: nullable(DateTime),
+  created_at: DateTime,
+  updated_at: DateTime
+}, { $id: 'Post', title: 'Post', additionalProperties: false })
+export type Post = Static<typeof Post>
+
+export const SLUG_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$'
+export const TAG_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]*$'
+export const TAGS_MAX = 10
+export const TAG_MAX_LENGTH = 32
+
+/**
+ * The writable fields, the same body for POST and PUT (DESIGN §4). Only `title` and `type`
+ * are required. On PUT an absent `slug` or `published_at` keeps the stored value (they were
+ * derived by the server); an absent body, tags or media_url is cleared.
+ */
+const PostFields = {
+  type: PostType,
+  title: Type.String({ minLength: 1, maxLength: 200, examples: ['My first post'] }),
+  slug: Type.Optional(Type.String({
+    pattern: SLUG_PATTERN,
+    maxLength: 100,
+    description: 'lower-case words joined by -; derived from the title when absent; unique per creator (409)'
+  })),
+  body: Type.Optional(Type.String({ maxLength: 100_000 })),
+  tags: Type.Optional(Type.Array(Type.String({ pattern: TAG_PATTERN, minLength: 1, maxLength: TAG_MAX_LENGTH }), {
+    maxItems: TAGS_MAX,
+    description: `at most ${TAGS_MAX} tags of letters, digits, - and _; stored lower-cased, duplicates dropped`
+  })),
+  media_url: OptionalOrNull(MediaUrl),
+  published_at: OptionalOrNull({
+    ...DateTimeInput,
+    description: 'absent: now (on PUT: unchanged); a future time schedules the post; null keeps it a draft'
+  } as typeof DateTimeInput)
+}
+
+export const PostCreate = Type.Object(PostFields, { $id: 'PostCreate', title: 'PostCreate', additionalProperties: false })
+export type PostCreate = Static<typeof PostCreate>
+
+export const PostUpdate = Type.Object(PostFields, { $id: 'PostUpdate', title: 'PostUpdate', additionalProperties: false })
+export type PostUpdate = Static<typeof PostUpdate>
+
+export const PostList = ListOf('posts', ref(Post), 'PostList')
+export type PostList = Static<typeof PostList>
+
+export const POST_SORTABLE = ['created_at', 'updated_at', 'published_at', 'title'] as const
+const POST_DEFAULT_SORT = 'latest of updated_at, published_at and created_at, newest first'
+
+/** `tags=a,b`: posts that carry every one of the named tags (case-insensitive). */
+const TagsFilter = Type.Optional(Type.String({
+  pattern: `^[A-Za-z0-9][A-Za-z0-9_-]{0,${TAG_MAX_LENGTH - 1}}(,[A-Za-z0-9][A-Za-z0-9_-]{0,${TAG_MAX_LENGTH - 1}}){0,${TAGS_MAX - 1}}$`,
+  description: 'comma-separated tags; a post must carry all of them',
+  examples: ['fastify,api']
+}))
+const TypeFilter = Type.Optional(PostType)
+
+/** GET /posts: the public list, with the creator filter. */
+export const PostListQuery = ListQuery(POST_SORTABLE, {
+  type: TypeFilter,
+  tags: TagsFilter,
+  creator_id: Type.Optional(Uuid)
+}, POST_DEFAULT_SORT)
+export type PostListQuery = Static<typeof PostListQuery>
+
+/** Lists that are already one creator's (/users/me/posts, /creators/{profileId}/posts). */
+export const CreatorPostListQuery = ListQuery(POST_SORTABLE, { type: TypeFilter, tags: TagsFilter }, POST_DEFAULT_SORT)
+export type CreatorPostListQuery = Static<typeof CreatorPostListQuery>
+
+export const PostParams = Params({ postId: Uuid })
+export const UserPostParams = Params({ userId: Uuid, postId: Uuid })
+export const CreatorParams = Params({ profileId: Uuid })

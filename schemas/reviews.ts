@@ -1,0 +1,30 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { UserSummary } from './posts.js'
+
+export const Review = Type.Object({
+  id: Uuid,
+  post_id: Uuid,
+  author: ref(UserSummary),
+  rating: Type.Integer({ minimum: 1, maximum: 5, examples: [5] }),
+  text: Type.Union([Type.String(), Type.Null()]),
+  created_at: DateTime
+}, { $id: 'Review', title: 'Review', additionalProperties: false })
+export type Review = Static<typeof Review>
+
+/** One review per user and post (409 on a second); `rating` is required, `text` optional. */
+export const ReviewCreate = Type.Object({
+  rating: Type.Integer({ minimum: 1, maximum: 5, examples: [5] }),
+  text: OptionalOrNull(Type.String({ maxLength: 10_000, examples: ['Clear and useful.'] }))
+}, { $id: 'ReviewCreate', title: 'ReviewCreate', additionalProperties: false })
+export type ReviewCreate = Static<typeof ReviewCreate>
+
+export const ReviewList = ListOf('reviews', ref(Review), 'ReviewList')
+
+export const REVIEW_SORTABLE = ['created_at', 'rating'] as const
+export const ReviewListQuery = ListQuery(REVIEW_SORTABLE, {
+  rating: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, description: 'only reviews with this rating' }))
+}, '-created_at')
+export type ReviewListQuery = Static<typeof ReviewListQuery>
+
+export const ReviewParams = Params({ postId: Uuid, reviewId: Uuid })

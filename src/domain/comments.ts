@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../../plugins/problems.js'
+import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
+import { isPostgres } from '../db/dialect.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import { alertPostCreator } from './alerts.js'
+import { fetchPage, parseSort } from './list.js'
+import type { Executor } from './outbox.js'
+import { assertPostVisible } from './posts.js'
+
+/** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
+export type CommentGuard = (current: Comment) => void
+
+const SORT_COLUMNS = { created_at: 'comment.created_at', updated_at: 'comment.updated_at' }
+const DEFAULT_SORT = [{ column: 'comment.created_at', direction: 'asc' as const }]
+
+function selectComments (db: Executor, postId: string) {
+  return db.selectFrom('comment')
+    .innerJoin('user', 'user.id', 'comment.author_id')
+    .innerJoin('profile', 'profile.id', 'comment.author_id')
+    .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at',
+      'user.username', 'profile.first_name', 'profile.last_name'])
+    .where('comment.post_id', '=', postId)
+}
+
+type CommentRow = Awaited<ReturnType<ReturnType<typeof selectComments>['executeTakeFirstOrThrow']>>
+
+function toComment (row: CommentRow): Comment {
+  return {
+    id: row.id,
+    post_id: row.post_id,
+    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    text: row.text,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+/** The comments of a post the viewer can see (404 PostNotFound otherwise), oldest first by default. */
+export async function listComments (db: Executor, postId: string, viewerId: string | undefined, query: CommentListQuery) {
+  await assertPostVisible(db, postId, viewerId)
+  const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'comment.id')
+  const { rows, total } = await fetchPage(selectComments(db, postId), sort, query)
+  return { comments: rows.map(toComment), total }
+}
+
+/** One comment; a comment under another post is 404 like a missing one. */
+export async function getComment (db: Executor, postId: string, commentId: string, viewerId: string | undefined): Promise<Comment> {
+  await assertPostVisible(db, postId, viewerId)
+  const row = await selectComments(db, postId).where('comment.id', '=', commentId).executeTakeFirst()
+  if (!row) throw new AppError('ResourceNotFound', `no comment ${commentId} on post ${postId}`)
+  return toComment(row)
+}
+
+/** A new comment; the post's creator is alerted in the same transaction. */
+export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
+  const id = randomUUID()
+  const now = nowIso()
+  return db.transaction().execute(async (trx) => {
+    await assertPostVisible(trx, postId, authorId)
+    await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
+    await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
+    return getComment(trx, postId, id, authorId)
+  })
+}
+
+export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, input: CommentWrite, guard: CommentGuard): Promise<Comment> {
+  return db.transaction().execute(async (trx) => {
+    guard(await lockComment(trx, postId, commentId, viewerId))
+    await trx.updateTable('comment').set({ text: input.text, updated_at: nowIso() }).where('id', '=', commentId).execute()
+    return getComment(trx, postId, commentId, viewerId)
+  })
+}
+
+export async function deleteComment (db: Executor, postId: string, commentId: string, viewerId: string, guard: CommentGuard): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockComment(trx, postId, commentId, viewerId))
+    await trx.deleteFrom('comment').where('id', '=', commentId).execute()
+  })
+}
+
+/** The comment to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */
+async function lockComment (trx: Executor, postId: string, commentId: string, viewerId: string): Promise<Comment> {
+  if (isPostgres(trx)) await trx.selectFrom('comment').select('id').where('id', '=', commentId).forUpdate().execute()
+  return getComment(trx, postId, commentId, viewerId)
+}

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { AppError } from '../../plugins/problems.js'
+import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
+import { isPostgres } from '../db/dialect.js'
+import { formatDateTime, formatNullableDateTime, nowIso, parseDateTimeInput, toDate } from '../db/time.js'
+import { fetchPage, parseSort } from './list.js'
+import { enqueueEmail, type Executor } from './outbox.js'
+import { getCreator } from './users.js'
+
+/**
+ * A check run inside the change's transaction against the post as it is now, before anything
+ * changes: the route passes its owner and If-Match checks, so no other write can slip between.
+ */
+export type Guard = (current: Post) => void
+
+const SORT_COLUMNS = { created_at: 'post.created_at', updated_at: 'post.updated_at', published_at: 'post.published_at', title: 'post.title' }
+// sort_at is the latest of updated_at, published_at, created_at, kept on every write; indexed (post_sort_at_idx).
+const DEFAULT_SORT = [{ column: 'post.sort_at', direction: 'desc' as const }]
+
+function selectPosts (db: Executor) {
+  return db.selectFrom('post')
+    .innerJoin('user', 'user.id', 'post.creator_id')
+    .innerJoin('profile', 'profile.id', 'post.creator_id')
+    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.tags', 'post.media_url',
+      'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
+      'user.username', 'profile.first_name', 'profile.last_name'])
+}
+
+type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
+
+function toPost (row: PostRow): Post {
+  return {
+    id: row.id,
+    type: row.type,
+    slug: row.slug,
+    title: row.title,
+    body: row.body,
+    tags: JSON.parse(row.tags) as string[],
+    media_url: row.media_url,
+    creator: { id: row.creator_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    published_at: formatNullableDateTime(row.published_at),
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+/** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
+function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
+  if (viewerId !== undefined && row.creator_id === viewerId) return true
+  return row.published_at !== null && toDate(row.published_at).getTime() <= Date.now()
+}
+
+/** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
+async function findVisible (db: Executor, postId: string, viewerId: string | undefined): Promise<PostRow> {
+  const row = await selectPosts(db).where('post.id', '=', postId).executeTakeFirst()
+  if (!row || !isVisible(row, viewerId)) throw new AppError('PostNotFound', `no post with id ${postId}`)
+  return row
+}
+
+/** For the routes nested under a post: 404 PostNotFound unless the viewer can see it. */
+export async function assertPostVisible (db: Executor, postId: string, viewerId: string | undefined): Promise<void> {
+  await findVisible(db, postId, viewerId)
+}
+
+export async function getPost (db: Executor, postId: string, viewerId: string | undefined): Promise<Post> {
+  return toPost(await findVisible(db, postId, viewerId))
+}
+
+export interface PostScope {
+  /** only this creator's posts */
+  creatorId?: string
+  /** drafts and scheduled posts too (the creator's own list) */
+  unpublished?: boolean
+}
+
+/** A page of posts and the total the filters match. The public lists hold published posts only. */
+export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
+  let q = selectPosts(db)
+  if (!scope.unpublished) q = q.where('post.published_at', '<=', nowIso())
+  const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
+  if (creatorId !== undefined) q = q.where('post.creator_id', '=', creatorId)
+  if (query.type !== undefined) q = q.where('post.type', '=', query.type)
+  if (query.tags !== undefined) {
+    // every named tag: the posts that have as many of them as were asked for
+    const tags = normaliseTags(query.tags.split(','))
+    q = q.where('post.id', 'in', eb => eb.selectFrom('post_tag').select('post_tag.post_id')
+      .where('post_tag.tag', 'in', tags).groupBy('post_tag.post_id')
+      .having(sql<number>`count(*)`, '=', tags.length))
+  }
+  const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
+  const { rows, total } = await fetchPage(q, sort, query)
+  return { posts: rows.map(toPost), total }
+}
+
+/** GET /creators/{profileId}/posts: the creator is checked first (ProfileNotFound, ProfileNotCreator). */
+export async function listCreatorPosts (db: Executor, profileId: string, query: CreatorPostListQuery) {
+  await getCreator(db, profileId)
+  return listPosts(db, query, { creatorId: profileId })
+}
+
+/** Creates a post and its tag rows in one transaction; a taken slug is 409. */
+export async function createPost (db: Executor, creatorId: string, input: PostCreate): Promise<Post> {
+  const id = randomUUID()
+  const now = nowIso()
+  const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
+  const tags = normaliseTags(input.tags ?? [])
+  const slug = input.slug ?? slugify(input.title)
+  return inTransaction(db, slug, async (trx) => {
+    await trx.insertInto('post').values({
+      id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '',
+      tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
+      created_at: now, updated_at: now, sort_at: latest(now, publishedAt)
+    }).execute()
+    await writeTags(trx, id, tags)
+    return toPost(await selectPosts(trx).where('post.id', '=', id).executeTakeFirstOrThrow())
+  })
+}
+
+/**
+ * PUT: replaces the writable fields. An absent slug or published_at keeps the stored one;
+ * sort_at moves to now, so an updated post moves up the default order.
+ */
+export async function updatePost (db: Executor, postId: string, viewerId: string, input: PostUpdate, guard: Guard): Promise<Post> {
+  const slug = input.slug ?? null
+  return inTransaction(db, slug, async (trx) => {
+    const current = await lockVisible(trx, postId, viewerId)
+    guard(toPost(current))
+    const now = nowIso()
+    const publishedAt = input.published_at === undefined
+      ? current.published_at === null ? null : toDate(current.published_at).toISOString()
+      : input.published_at === null ? null : parseDateTimeInput(input.published_at)
+    const tags = normaliseTags(input.tags ?? [])
+    await trx.updateTable('post').set({
+      type: input.type, slug: slug ?? current.slug, title: input.title, body: input.body ?? '',
+      tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
+      updated_at: now, sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
+    }).where('id', '=', postId).execute()
+    await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
+    await writeTags(trx, postId, tags)
+    return toPost(await selectPosts(trx).where('post.id', '=', postId).executeTakeFirstOrThrow())
+  })
+}
+
+/** DELETE: removes the post; its tags, reviews and comments go with it (foreign keys cascade). */
+export async function deletePost (db: Executor, postId: string, viewerId: string, guard: Guard): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(toPost(await lockVisible(trx, postId, viewerId)))
+    await trx.deleteFrom('post').where('id', '=', postId).execute()
+  })
+}
+
+/**
+ * GET /users/{userId}/posts/{postId}: the user's own post, and an e-mail about it queued in
+ * the same transaction. The route has checked the caller is that user and an active creator.
+ */
+export async function getUserPost (db: Executor, userId: string, postId: string, guard: Guard): Promise<Post> {
+  return db.transaction().execute(async (trx) => {
+    const row = await findVisible(trx, postId, userId)
+    const post = toPost(row)
+    guard(post)
+    const user = await trx.selectFrom('user').select('email').where('id', '=', userId).executeTakeFirstOrThrow()
+    await enqueueEmail(trx, {
+      to: user.email,
+      subject: `Your post "${post.title}"`,
+      body: `Here is your post "${post.title}" (${post.type.toLowerCase()}, slug ${post.slug}).\n` +
+        `Status: ${statusOf(row)}.\nLast updated: ${post.updated_at}.\n`
+    })
+    return post
+  })
+}
+
+function statusOf (row: PostRow): string {
+  if (row.published_at === null) return 'draft'
+  return toDate(row.published_at).getTime() <= Date.now() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
+}
+
+/** The row to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */
+async function lockVisible (trx: Executor, postId: string, viewerId: string): Promise<PostRow> {
+  if (isPostgres(trx)) await trx.selectFrom('post').select('id').where('id', '=', postId).forUpdate().execute()
+  return findVisible(trx, postId, viewerId)
+}
+
+async function inTransaction<T> (db: Executor, slug: string | null, work: (trx: Executor) => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction().execute(work)
+  } catch (err) {
+    // The unique constraint decides, so two concurrent writes cannot both take a slug.
+    if (isUniqueViolation(err)) throw new AppError('Conflict', `you already have a post with the slug ${slug ?? ''}`.trim())
+    throw err
+  }
+}
+
+async function writeTags (trx: Executor, postId: string, tags: string[]): Promise<void> {
+  if (tags.length > 0) await trx.insertInto('post_tag').values(tags.map(tag => ({ post_id: postId, tag }))).execute()
+}
+
+/** Tags are matched case-insensitively: stored lower-cased, each once, in the order given. */
+function normaliseTags (tags: string[]): string[] {
+  return [...new Set(tags.map(t => t.toLowerCase()))]
+}
+
+/** The slug a title gives: lower-case ASCII words joined by `-` ("Über Café!" → "uber-cafe"). */
+export function slugify (title: string): string {
+  const slug = title.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 100).replace(/-+$/, '')
+  return slug || 'post'
+}
+
+function latest (...isos: Array<string | null>): string {
+  return isos.filter((v): v is string => v !== null).reduce((a, b) => (a > b ? a : b))
+}
+
+/** A unique-constraint failure on either database. */
+export function isUniqueViolation (err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+}

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../../plugins/problems.js'
+import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import { alertPostCreator } from './alerts.js'
+import { fetchPage, parseSort } from './list.js'
+import type { Executor } from './outbox.js'
+import { assertPostVisible, isUniqueViolation } from './posts.js'
+
+const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }
+const DEFAULT_SORT = [{ column: 'review.created_at', direction: 'desc' as const }]
+
+function selectReviews (db: Executor, postId: string) {
+  return db.selectFrom('review')
+    .innerJoin('user', 'user.id', 'review.author_id')
+    .innerJoin('profile', 'profile.id', 'review.author_id')
+    .select(['review.id', 'review.post_id', 'review.author_id', 'review.rating', 'review.text', 'review.created_at',
+      'user.username', 'profile.first_name', 'profile.last_name'])
+    .where('review.post_id', '=', postId)
+}
+
+type ReviewRow = Awaited<ReturnType<ReturnType<typeof selectReviews>['executeTakeFirstOrThrow']>>
+
+function toReview (row: ReviewRow): Review {
+  return {
+    id: row.id,
+    post_id: row.post_id,
+    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    rating: row.rating,
+    text: row.text,
+    created_at: formatDateTime(row.created_at)
+  }
+}
+
+/** The reviews of a post the viewer can see (404 PostNotFound otherwise). */
+export async function listReviews (db: Executor, postId: string, viewerId: string | undefined, query: ReviewListQuery) {
+  await assertPostVisible(db, postId, viewerId)
+  let q = selectReviews(db, postId)
+  if (query.rating !== undefined) q = q.where('review.rating', '=', query.rating)
+  const { rows, total } = await fetchPage(q, parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'review.id'), query)
+  return { reviews: rows.map(toReview), total }
+}
+
+/** One review; a review of another post is 404 like a missing one. */
+export async function getReview (db: Executor, postId: string, reviewId: string, viewerId: string | undefined): Promise<Review> {
+  await assertPostVisible(db, postId, viewerId)
+  const row = await selectReviews(db, postId).where('review.id', '=', reviewId).executeTakeFirst()
+  if (!row) throw new AppError('ResourceNotFound', `no review ${reviewId} on post ${postId}`)
+  return toReview(row)
+}
+
+/** One review per user and post (409); the post's creator is alerted in the same transaction. */
+export async function createReview (db: Executor, postId: string, authorId: string, input: ReviewCreate): Promise<Review> {
+  const id = randomUUID()
+  try {
+    return await db.transaction().execute(async (trx) => {
+      await assertPostVisible(trx, postId, authorId)
+      await trx.insertInto('review').values({
+        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: nowIso()
+      }).execute()
+      await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
+      return toReview(await selectReviews(trx, postId).where('review.id', '=', id).executeTakeFirstOrThrow())
+    })
+  } catch (err) {
+    // The unique constraint decides, so two concurrent reviews by one user cannot both land.
+    if (isUniqueViolation(err)) throw new AppError('Conflict', 'you have already reviewed this post')
+    throw err
+  }
+}

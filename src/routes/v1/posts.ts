@@ -1,0 +1,123 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { assertOwner, type AuthUser } from '../../../plugins/auth.js'
+import { assertIfMatch } from '../../../plugins/etag.js'
+import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
+import { listReply } from '../../domain/list.js'
+import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
+
+const tags = ['posts']
+export const security = [{ bearerAuth: [] }]
+
+/**
+ * onRequest for public reads whose answer depends on who asks (a creator sees their own drafts):
+ * a sent token is checked like on any authenticated route; no token reads as anyone.
+ */
+export function identifyIfToken (fastify: FastifyInstance) {
+  return async (request: FastifyRequest) => {
+    if (request.headers.authorization !== undefined) await fastify.authenticate(request)
+  }
+}
+
+/** The caller's id on a public route, if a token was sent. */
+export const viewerOf = (request: FastifyRequest): string | undefined => (request.user as AuthUser | undefined)?.id
+
+/** The checks of PUT/DELETE, run against the resource as it is: the owner first (403), then If-Match (412). */
+export const ownerAndIfMatch = <T>(request: FastifyRequest, ownerOf: (current: T) => string) => (current: T) => {
+  assertOwner(request, ownerOf(current))
+  assertIfMatch(request, current)
+}
+
+const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
+
+/** Posts: public reads, writes by creators (create) and owners (change) in an authenticated group. */
+const posts: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/posts', {
+    schema: {
+      tags,
+      operationId: 'listPosts',
+      summary: 'Published posts, newest activity first; filters type, tags (all of), creator_id',
+      querystring: PostListQuery,
+      response: { 200: ref(PostList), ...errorResponses('ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    const { posts, total } = await listPosts(fastify.db, request.query)
+    return listReply(request, reply, 'posts', posts, total, request.query)
+  })
+
+  fastify.get('/posts/:postId', {
+    onRequest: identifyIfToken(fastify),
+    config: { etag: true },
+    schema: {
+      tags,
+      operationId: 'getPost',
+      summary: 'One post; a draft or scheduled post only for its creator (others get 404)',
+      params: PostParams,
+      response: { 200: ref(Post), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
+    }
+  }, async (request) => getPost(fastify.db, request.params.postId, viewerOf(request)))
+
+  await fastify.register(writes)
+}
+
+const writes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+
+  fastify.post('/posts', {
+    preHandler: fastify.requireCreator,
+    config: { idempotent: true },
+    schema: {
+      tags,
+      security,
+      operationId: 'createPost',
+      summary: 'Create a post (active creators)',
+      headers: IdempotencyHeaders,
+      body: ref(PostCreate),
+      response: {
+        201: ref(Post),
+        ...errorResponses(...authErrors, 'UserNotCreator', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict')
+      }
+    }
+  }, async (request, reply) => {
+    const post = await createPost(fastify.db, request.user.id, request.body)
+    return reply.code(201).header('location', `/v1/posts/${post.id}`).send(post)
+  })
+
+  fastify.put('/posts/:postId', {
+    config: { etag: true },
+    schema: {
+      tags,
+      security,
+      operationId: 'updatePost',
+      summary: 'Replace the writable fields of a post (owner); moves it up the default order',
+      params: PostParams,
+      headers: IfMatchHeaders,
+      body: ref(PostUpdate),
+      response: {
+        200: ref(Post),
+        ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'MalformedBody',
+          'UnsupportedMediaType', 'Conflict', 'PreconditionFailed')
+      }
+    }
+  }, async (request) => updatePost(fastify.db, request.params.postId, request.user.id, request.body,
+    ownerAndIfMatch(request, (p: Post) => p.creator.id)))
+
+  fastify.delete('/posts/:postId', {
+    schema: {
+      tags,
+      security,
+      operationId: 'deletePost',
+      summary: 'Delete a post with its reviews and comments (owner)',
+      params: PostParams,
+      headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
+    }
+  }, async (request, reply) => {
+    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, (p: Post) => p.creator.id))
+    return reply.code(204).send(null)
+  })
+}
+
+export default posts

@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { assertOwner } from '../../../plugins/auth.js'
+import { NotModified, ref } from '../../../schemas/common.js'
+import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { listReply } from '../../domain/list.js'
+import { getUserPost, listPosts } from '../../domain/posts.js'
+import { security } from './posts.js'
+
+const tags = ['users']
+const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
+
+/** /users/…: private, self only; the identity comes from the token (spec 5.4). */
+const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+
+  // A static route: find-my-way tries it before /users/:userId/…, so `me` is never an id.
+  fastify.get('/users/me/posts', {
+    schema: {
+      tags,
+      security,
+      operationId: 'listMyPosts',
+      summary: 'The caller\'s own posts, drafts and scheduled ones too',
+      querystring: CreatorPostListQuery,
+      response: { 200: ref(PostList), ...errorResponses(...authErrors, 'ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    const { posts, total } = await listPosts(fastify.db, request.query, { creatorId: request.user.id, unpublished: true })
+    return listReply(request, reply, 'posts', posts, total, request.query)
+  })
+
+  fastify.get('/users/:userId/posts/:postId', {
+    // self first (UserNotOwner), then an active creator (UserNotCreator; banned users stop at authenticate)
+    preHandler: [async (request) => assertOwner(request, request.params.userId), fastify.requireCreator],
+    config: { etag: true },
+    schema: {
+      tags,
+      security,
+      operationId: 'getUserPost',
+      summary: 'One of the caller\'s own posts; queues an e-mail about it to the caller',
+      params: UserPostParams,
+      response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }
+    }
+  }, async (request) => getUserPost(fastify.db, request.params.userId, request.params.postId,
+    post => assertOwner(request, post.creator.id)))
+}
+
+export default users
