@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { rmSync } from 'node:fs'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { createDb } from '../src/db/dialect.js'
+import { migrateToLatest } from '../src/db/migrate.js'
+import { nowIso } from '../src/db/time.js'
+
+const run = promisify(execFile)
+
+/** Runs `npm run cli -- …` as the operator would (node --import tsx src/cli.ts) against one SQLite file. */
+async function cli (url: string, ...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      env: { PATH: process.env.PATH, DATABASE_URL: url, ENVIRONMENT: 'test', LOG_LEVEL: 'silent' }
+    })
+    return { code: 0, stdout, stderr }
+  } catch (err) {
+    const e = err as { code: number, stdout: string, stderr: string }
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr }
+  }
+}
+
+t.test('operator commands', async (t) => {
+  const dir = `/tmp/roja-cli-${randomBytes(6).toString('hex')}`
+  const url = `sqlite:${dir}/roja.sqlite`
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const db = createDb(url)
+  t.teardown(() => db.destroy())
+  await migrateToLatest(db)
+  const now = nowIso()
+  await db.insertInto('user').values({
+    id: '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10', username: 'ada', email: 'ada@example.com', password_hash: 'x',
+    is_active: true, is_creator: false, created_at: now, updated_at: now
+  }).execute()
+  const flags = async () => {
+    const row = await db.selectFrom('user').select(['is_creator', 'is_active']).where('username', '=', 'ada').executeTakeFirstOrThrow()
+    return { is_creator: Boolean(row.is_creator), is_active: Boolean(row.is_active) }
+  }
+
+  t.test('creator grant makes a creator; a second grant changes nothing', async (t) => {
+    const res = await cli(url, 'creator', 'grant', 'ada')
+    t.equal(res.code, 0)
+    t.match(res.stdout, /ada is now a creator/)
+    t.same(await flags(), { is_creator: true, is_active: true })
+    const again = await cli(url, 'creator', 'grant', ' ADA ')
+    t.equal(again.code, 0, 'the username is normalised like at sign-up')
+    t.match(again.stdout, /already a creator, nothing changed/)
+  })
+
+  t.test('creator revoke', async (t) => {
+    const res = await cli(url, 'creator', 'revoke', 'ada')
+    t.equal(res.code, 0)
+    t.match(res.stdout, /ada is no longer a creator/)
+    t.same(await flags(), { is_creator: false, is_active: true })
+  })
+
+  t.test('user ban and unban', async (t) => {
+    const ban = await cli(url, 'user', 'ban', 'ada')
+    t.equal(ban.code, 0)
+    t.match(ban.stdout, /ada is now banned/)
+    t.same(await flags(), { is_creator: false, is_active: false })
+    const unban = await cli(url, 'user', 'unban', 'ada')
+    t.equal(unban.code, 0)
+    t.match(unban.stdout, /ada is no longer banned/)
+    t.same(await flags(), { is_creator: false, is_active: true })
+  })
+
+  t.test('an unknown user exits 1 with a clear message', async (t) => {
+    for (const args of [['creator', 'grant', 'ghost'], ['user', 'ban', 'ghost']]) {
+      const res = await cli(url, ...args)
+      t.equal(res.code, 1, args.join(' '))
+      t.match(res.stderr, /no user named ghost/)
+    }
+  })
+
+  t.test('bad usage exits 2 and prints the usage', async (t) => {
+    const none = await cli(url)
+    t.equal(none.code, 2)
+    t.match(none.stderr, /creator grant <username>/)
+    t.match(none.stderr, /user unban <username>/)
+    const unknown = await cli(url, 'user', 'delete', 'ada')
+    t.equal(unknown.code, 2)
+    const missing = await cli(url, 'creator', 'grant')
+    t.equal(missing.code, 2)
+    t.match(missing.stderr, /usage: npm run cli -- creator grant <username>/)
+    const extra = await cli(url, 'user', 'ban', 'ada', 'bob')
+    t.equal(extra.code, 2)
+    t.same(await flags(), { is_creator: false, is_active: true }, 'nothing changed')
+  })
+})
