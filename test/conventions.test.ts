@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ListOf, PageQuery, DateTime, DateTimeInput, DateOnly, Params, Uuid, ref } from '../schemas/common.js'
 import { Problem, errorResponses } from '../schemas/problems.js'
 import {
@@ -44,7 +44,7 @@ function schema (overrides: Record<string, unknown> = {}, param = 'thingId') {
 }
 
 /** A bare Fastify with the shared schemas, the routes `add` registers, and their table. */
-async function table (t: Parameters<Parameters<typeof t.test>[1]>[0], add: (f: FastifyInstance) => void): Promise<{ routes: RouteInfo[], schemas: SchemaMap }> {
+async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ routes: RouteInfo[], schemas: SchemaMap }> {
   const fastify = Fastify(serverOptions(testConfig())) // the real validators (custom formats)
   t.teardown(() => fastify.close())
   const routes = collectRoutes(fastify)
