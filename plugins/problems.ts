@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { HTTPMethod } from 'find-my-way'
-import { problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
+import { errorResponses, problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
 
 /** A catalogue error: handlers and domain functions throw it, the error handler renders it. */
 export class AppError extends Error {
@@ -41,6 +41,7 @@ export default fp(async (fastify) => {
     for (const method of [route.method].flat() as HTTPMethod[]) {
       if (!paths.find(method, route.url)) paths.on(method, route.url, () => {})
     }
+    declareTransportErrors(route)
   })
 
   function render (reply: FastifyReply, error: AppError) {
@@ -78,6 +79,26 @@ export default fp(async (fastify) => {
     return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))
   })
 }, { name: 'problems', dependencies: ['config'] })
+
+/**
+ * The answers the infrastructure can give on any route (token in the URL, body parsing and
+ * content type, rate limit, load shedding and database outage), added to each documented
+ * route's responses so that the OpenAPI document never hides a status the server sends.
+ */
+function declareTransportErrors (route: RouteOptions) {
+  const response = route.schema?.response as Record<string, unknown> | undefined
+  if (!response) return
+  const methods = [route.method].flat()
+  const takesBody = methods.some(m => m !== 'GET' && m !== 'HEAD')
+  const codes: ProblemCode[] = ['TokenInQuery', 'ServiceUnavailable']
+  if (takesBody) codes.push('MalformedBody', 'PayloadTooLarge', 'UnsupportedMediaType')
+  if (route.config?.rateLimit !== false) codes.push('RateLimited')
+  const added: Record<string, unknown> = {}
+  for (const [status, schema] of Object.entries(errorResponses(...codes))) {
+    if (response[status] === undefined && response[`${status[0]}XX`] === undefined) added[status] = schema
+  }
+  if (Object.keys(added).length > 0) route.schema = { ...route.schema, response: { ...response, ...added } }
+}
 
 export function toAppError (err: FastifyError & { validationContext?: string, errno?: number }): AppError {
   if (err instanceof AppError) return err

@@ -2,7 +2,6 @@ import { getHeapStatistics } from 'node:v8'
 import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { errorResponses } from '../schemas/problems.js'
 import { AppError } from './problems.js'
 
 declare module 'fastify' {
@@ -46,13 +45,5 @@ export default fp(async (fastify) => {
       if (request.routeOptions.config?.pressure === false) return
       throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
     }
-  })
-
-  // Any route can be shed, so every documented operation declares the 503 it may answer.
-  const response503 = errorResponses('ServiceUnavailable')[503]
-  fastify.addHook('onRoute', (route) => {
-    const response = route.schema?.response as Record<string, unknown> | undefined
-    if (!response || response[503] !== undefined || response['5xx'] !== undefined) return
-    route.schema = { ...route.schema, response: { ...response, 503: response503 } }
   })
 }, { name: 'under-pressure', dependencies: ['config', 'problems', 'db'] })
