@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fast
 import pg from 'pg'
 import type { Test } from 'tap'
 import app from '../src/app.js'
+import type { OutboxOptions } from '../plugins/outbox.js'
 import { loadConfig, type Config } from '../plugins/config.js'
 import { serverOptions } from '../src/options.js'
 
@@ -32,8 +33,9 @@ export function testConfig (env: Record<string, string> = {}, databaseUrl?: stri
  * A fresh database for one test: an in-memory SQLite, or a PostgreSQL schema of its own
  * that is dropped at teardown. Returns what `build` needs to open it.
  */
-export async function freshDatabase (t: Test): Promise<{ url: string, schema?: string }> {
-  if (dialect === 'sqlite') return { url: 'sqlite::memory:' }
+export async function freshDatabase (t: Test, { persistent = false } = {}): Promise<{ url: string, schema?: string }> {
+  // `persistent`: a SQLite file that outlives one app, so a second app can open the same data.
+  if (dialect === 'sqlite') return { url: persistent ? `sqlite:/tmp/roja-test-${randomBytes(6).toString('hex')}/roja.sqlite` : 'sqlite::memory:' }
   const schema = `t_${randomBytes(8).toString('hex')}`
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
@@ -54,6 +56,8 @@ export interface BuildOptions {
   logs?: string[]
   /** reuse a database made by freshDatabase (e.g. to restart the app on the same data) */
   database?: { url: string, schema?: string }
+  /** outbox worker settings (it only runs in the background once the app listens) */
+  outbox?: OutboxOptions
 }
 
 /** Builds the real app on a fresh database, ready for `app.inject`; closed at teardown. */
@@ -70,7 +74,7 @@ export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyI
       }
     : {}
   const server = Fastify(serverOptions(config, overrides))
-  await server.register(app, { config, dbSchema: database.schema })
+  await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox })
   await server.ready()
   t.teardown(() => server.close())
   return server

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../db/schema.js'
+import type { Kysely, Selectable, Transaction } from 'kysely'
+import { isPostgres } from '../db/dialect.js'
+import type { Database, OutboxMessageTable } from '../db/schema.js'
 import { nowIso } from '../db/time.js'
 
 export type Executor = Kysely<Database> | Transaction<Database>
+export type OutboxMessage = Selectable<OutboxMessageTable>
 
 export interface Email {
   to: string
@@ -32,4 +34,79 @@ export async function enqueueEmail (db: Executor, email: Email): Promise<string>
     created_at: now
   }).execute()
   return id
+}
+
+export interface ClaimOptions {
+  now: Date
+  /** how long the claim holds; after it a message whose sender died is due again */
+  leaseMs: number
+  limit: number
+  /** a message that has begun this many attempts is failed for good (kept, never retried) */
+  maxAttempts: number
+}
+
+/**
+ * Claims up to `limit` due messages for this worker: unsent, under the attempt limit, due,
+ * and not leased by another worker (or leased by one that died: its lease has run out).
+ * The claim is a lease (`locked_until_at`) plus one counted attempt, written in the same
+ * transaction as the select; on PostgreSQL `FOR UPDATE SKIP LOCKED` lets concurrent
+ * workers pass over each other's rows, so no message is claimed twice.
+ */
+export async function claimDue (db: Kysely<Database>, opts: ClaimOptions): Promise<OutboxMessage[]> {
+  const now = opts.now.toISOString()
+  const leaseUntil = new Date(opts.now.getTime() + opts.leaseMs).toISOString()
+  return await db.transaction().execute(async (trx) => {
+    let due = trx.selectFrom('outbox_message')
+      .select('id')
+      .where('sent_at', 'is', null)
+      .where('attempts', '<', opts.maxAttempts)
+      .where('next_attempt_at', '<=', now)
+      .where(eb => eb.or([eb('locked_until_at', 'is', null), eb('locked_until_at', '<=', now)]))
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(opts.limit)
+    // SQLite has no row locks; one process's transactions are serialised, which is enough there.
+    if (isPostgres(trx)) due = due.forUpdate().skipLocked()
+    const ids = (await due.execute()).map(r => r.id)
+    if (ids.length === 0) return []
+    return await trx.updateTable('outbox_message')
+      .set(eb => ({ locked_until_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
+      .where('id', 'in', ids)
+      .returningAll()
+      .execute()
+  })
+}
+
+/** Records a delivery, and the alert's `sent_at` when the message carried one. */
+export async function markSent (db: Kysely<Database>, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date()): Promise<void> {
+  const sentAt = now.toISOString()
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('outbox_message')
+      .set({ sent_at: sentAt, locked_until_at: null, last_error: null })
+      .where('id', '=', message.id)
+      .execute()
+    if (message.alert_id) {
+      await trx.updateTable('alert').set({ sent_at: sentAt }).where('id', '=', message.alert_id).execute()
+    }
+  })
+}
+
+/**
+ * Records a failed attempt: the error, and when to try again (the lease is released).
+ * With no `nextAttemptAt` the message has used its attempts and stays failed.
+ */
+export async function markFailed (db: Kysely<Database>, id: string, error: string, nextAttemptAt: Date | undefined): Promise<void> {
+  await db.updateTable('outbox_message')
+    .set({
+      last_error: error.slice(0, 2000),
+      locked_until_at: null,
+      ...(nextAttemptAt ? { next_attempt_at: nextAttemptAt.toISOString() } : {})
+    })
+    .where('id', '=', id)
+    .execute()
+}
+
+/** Exponential backoff: base, 2·base, 4·base … after the 1st, 2nd, 3rd … attempt, capped at `maxMs`. */
+export function backoffMs (attempts: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempts - 1))
 }

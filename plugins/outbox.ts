@@ -1,0 +1,150 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import fp from 'fastify-plugin'
+import nodemailer from 'nodemailer'
+import type { Counter } from 'prom-client'
+import promClient from 'prom-client'
+import { backoffMs, claimDue, markFailed, markSent, type OutboxMessage } from '../src/domain/outbox.js'
+
+export interface OutboxOptions {
+  /** run the background loop once the server listens (default true); tests call runOnce instead */
+  loop?: boolean
+  /** pause between polls when nothing was due (ms) */
+  intervalMs?: number
+  /** messages claimed per round */
+  batchSize?: number
+  /** how long a claim holds before another worker may take the message (ms) */
+  leaseMs?: number
+  /** attempts before a message stays failed */
+  maxAttempts?: number
+  /** first retry delay (ms); doubles each attempt up to backoffMaxMs */
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+}
+
+export interface OutboxRunResult {
+  claimed: number
+  sent: number
+  failed: number
+}
+
+export interface OutboxWorker {
+  /** claims the due messages and delivers them once; `now` lets tests move the clock */
+  runOnce: (opts?: { now?: Date }) => Promise<OutboxRunResult>
+  /** where `.eml` files go when SMTP_URL is unset */
+  mailDir: string
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    outbox: OutboxWorker
+  }
+}
+
+const DEFAULTS = {
+  loop: true,
+  intervalMs: 1000,
+  batchSize: 20,
+  leaseMs: 120_000,
+  maxAttempts: 8,
+  backoffBaseMs: 30_000,
+  backoffMaxMs: 6 * 3600_000
+}
+
+/**
+ * The e-mail outbox worker (DESIGN §4): delivers what domain code queued with enqueueEmail,
+ * over SMTP (SMTP_URL) or as `.eml` files under DATA_DIR/mail. At least once: a message is
+ * marked sent only after delivery, and a claim is a lease that runs out if the process dies.
+ */
+export default fp<OutboxOptions>(async (fastify, opts) => {
+  const o = { ...DEFAULTS, ...opts }
+  const { config, db, log } = fastify
+  const mailDir = join(config.dataDir, 'mail')
+
+  // Timeouts stay well inside the lease, so a slow server cannot outlive our claim.
+  const smtpTimeout = Math.max(1000, Math.floor(o.leaseMs / 4))
+  const transport = config.SMTP_URL
+    ? nodemailer.createTransport({ url: config.SMTP_URL, connectionTimeout: smtpTimeout, greetingTimeout: smtpTimeout, socketTimeout: smtpTimeout })
+    : undefined
+  const files = nodemailer.createTransport({ streamTransport: true, buffer: true })
+
+  const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
+
+  async function deliver (message: OutboxMessage): Promise<void> {
+    const mail = {
+      from: config.MAIL_FROM,
+      to: message.to_address,
+      subject: message.subject,
+      text: message.body,
+      // A stable Message-ID lets receivers drop the duplicate of an at-least-once redelivery.
+      messageId: `<${message.id}@roja.outbox>`
+    }
+    if (transport) {
+      await transport.sendMail(mail)
+      return
+    }
+    const info = await files.sendMail(mail)
+    await mkdir(mailDir, { recursive: true })
+    // Named by message id: a redelivery overwrites the same file. Rename makes it appear whole.
+    const target = join(mailDir, `${message.id}.eml`)
+    const temp = `${target}.${process.pid}.tmp`
+    await writeFile(temp, info.message as Buffer)
+    await rename(temp, target)
+  }
+
+  async function runOnce ({ now = new Date() }: { now?: Date } = {}): Promise<OutboxRunResult> {
+    const claimed = await claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
+    const result = { claimed: claimed.length, sent: 0, failed: 0 }
+    for (const message of claimed) {
+      try {
+        await deliver(message)
+      } catch (err) {
+        const final = message.attempts >= o.maxAttempts
+        const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
+        await markFailed(db, message.id, (err as Error).message, retryAt)
+        result.failed++
+        counters?.failed.inc({ final: String(final) })
+        log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
+        continue
+      }
+      await markSent(db, message)
+      result.sent++
+      counters?.sent.inc()
+    }
+    return result
+  }
+
+  fastify.decorate('outbox', { runOnce, mailDir })
+
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<unknown> | undefined
+  let stopped = false
+
+  function schedule (delay: number) {
+    if (stopped) return
+    timer = setTimeout(() => {
+      running = runOnce()
+        .then(r => r.claimed)
+        .catch(err => { log.error({ err }, 'outbox round failed'); return 0 })
+        .then(claimed => schedule(claimed >= o.batchSize ? 0 : o.intervalMs))
+    }, delay)
+    timer.unref()
+  }
+
+  // Only a listening server delivers in the background: an app that is merely built (tests, CLI) does not.
+  if (o.loop) fastify.addHook('onListen', async () => { schedule(0) })
+
+  fastify.addHook('onClose', async () => {
+    stopped = true
+    clearTimeout(timer)
+    await running // let the round in flight finish before the database closes
+    transport?.close()
+  })
+}, { name: 'outbox', dependencies: ['config', 'db'] })
+
+function makeCounters (registry: promClient.Registry): { sent: Counter, failed: Counter<'final'> } {
+  return {
+    sent: new promClient.Counter({ name: 'roja_outbox_sent_total', help: 'e-mails delivered by the outbox worker', registers: [registry] }),
+    failed: new promClient.Counter({ name: 'roja_outbox_failed_total', help: 'failed e-mail delivery attempts; final="true" when no retry is left', labelNames: ['final'], registers: [registry] })
+  }
+}
