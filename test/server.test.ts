@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import t from 'tap'
+
+const ROOT = resolve(import.meta.dirname, '..')
+// A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
+const START_DEADLINE_MS = 120_000
+
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.on('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+/** Resolves when the child's output has a line matching `pattern`. */
+function waitForLine (child: ChildProcess, output: { text: string }, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (pattern.test(output.text)) { cleanup(); resolve() }
+    }
+    const onExit = (code: number | null) => { cleanup(); reject(new Error(`server exited (${code}) before ${pattern}:\n${output.text}`)) }
+    const timer = setTimeout(() => { cleanup(); reject(new Error(`no ${pattern} within ${START_DEADLINE_MS} ms:\n${output.text}`)) }, START_DEADLINE_MS)
+    const cleanup = () => { clearTimeout(timer); child.stdout!.off('data', check); child.off('exit', onExit) }
+    child.stdout!.on('data', check)
+    child.on('exit', onExit)
+    check()
+  })
+}
+
+function canConnect (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('connect', () => { socket.destroy(); resolve(true) })
+    socket.on('error', () => resolve(false))
+  })
+}
+
+function readAll (socket: Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (c) => { text += c })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(text))
+  })
+}
+
+t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the database, exits 0', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'roja-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = await freePort()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_GRACE_MS: '60000',
+      // the start itself blocks the loop; the test is about shutdown, not load shedding
+      MAX_EVENT_LOOP_DELAY_MS: '60000'
+    },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const output = { text: '' }
+  child.stdout.setEncoding('utf8')
+  child.stderr.setEncoding('utf8')
+  child.stdout.on('data', (c: string) => { output.text += c })
+  child.stderr.on('data', (c: string) => { output.text += c })
+  const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+
+  await waitForLine(child, output, /Server listening at http:\/\/127\.0\.0\.1:\d+/)
+  const health = await fetch(`http://127.0.0.1:${port}/health`)
+  t.equal(health.status, 200, 'serves before the signal')
+  t.ok(existsSync(join(dataDir, 'roja.sqlite')), 'the SQLite file is under DATA_DIR')
+
+  // An in-flight request: headers and half of the body now, the rest after the signal.
+  const slow = connect(port, '127.0.0.1')
+  const answer = readAll(slow)
+  const body = '{"a":"012345678901"}'
+  slow.write(`POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 6)}`)
+  await waitForLine(child, output, /"url":"\/nowhere".*incoming request/)
+
+  child.kill('SIGTERM')
+  await waitForLine(child, output, /closing: finishing in-flight requests/)
+  t.equal(await canConnect(port), false, 'no new connections once closing')
+
+  slow.end(body.slice(6))
+  const response = await answer
+  t.match(response, /^HTTP\/1\.1 404 /, 'the in-flight request gets its full answer')
+  t.match(response, /"code":"NotFound"/)
+
+  const { code, signal } = await exited
+  t.equal(signal, null, 'not killed by the signal')
+  t.equal(code, 0, 'exits 0')
+  t.notOk(existsSync(join(dataDir, 'roja.sqlite-wal')), 'the database was closed (SQLite removes the WAL file on a clean close)')
+  t.notMatch(output.text, /killed by timeout/)
+})
