@@ -1,9 +1,18 @@
 import type { TSchema } from '@sinclair/typebox'
+import { Alert, AlertList } from './alerts.js'
 import { QueuedStatus } from './common.js'
+import { Media } from './media.js'
+import { Comment, CommentList, CommentWrite } from './comments.js'
+import { Post, PostCreate, PostList, PostUpdate, UserSummary } from './posts.js'
+import { PostCursorPage } from './posts-v2.js'
+import { Review, ReviewCreate, ReviewList } from './reviews.js'
 import { Problem } from './problems.js'
 import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
 import { MyProfile, Profile, ProfileCreate, ProfileUpdate } from './profiles.js'
+import { Product, ProductList, ProductWrite, Shop, ShopList, ShopWrite } from './shops.js'
+import { Class, ClassCreate, ClassList, Student, StudentCreate, StudentList } from './classes.js'
+import { Chapter, ChapterCreate, ChapterList, Course, Lesson, LessonCreate, LessonList } from './courses.js'
 
 /** Every named component schema; the app adds them once, and OpenAPI names them by $id. */
 export const components: TSchema[] = [
@@ -12,5 +21,14 @@ export const components: TSchema[] = [
   Health,
   Version,
   TokenRequest, TokenForm, TokenResponse,
-  ProfileCreate, ProfileUpdate, Profile, MyProfile
+  ProfileCreate, ProfileUpdate, Profile, MyProfile,
+  Shop, ShopWrite, ShopList, Product, ProductWrite, ProductList,
+  Class, ClassCreate, ClassList, Student, StudentCreate, StudentList,
+  Course, Chapter, ChapterCreate, ChapterList, Lesson, LessonCreate, LessonList,
+  Alert, AlertList,
+  Media,
+  UserSummary, Post, PostCreate, PostUpdate, PostList,
+  PostCursorPage,
+  Review, ReviewCreate, ReviewList,
+  Comment, CommentWrite, CommentList
 ]

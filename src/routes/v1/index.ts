@@ -1,7 +1,18 @@
 import type { FastifyPluginAsync } from 'fastify'
+import alerts from './alerts.js'
 import auth from './auth.js'
+import comments from './comments.js'
+import creatorPosts from './creator-posts.js'
 import creators from './creators.js'
+import media from './media.js'
+import posts from './posts.js'
 import profiles from './profiles.js'
+import reviews from './reviews.js'
+import shops from './shops.js'
+import classes from './classes.js'
+import courses from './courses.js'
+import userEmail from './user-email.js'
+import users from './users.js'
 
 /** The /v1 route groups, each an encapsulated plugin with its own prefix. */
 const v1: FastifyPluginAsync = async (fastify) => {
@@ -9,6 +20,17 @@ const v1: FastifyPluginAsync = async (fastify) => {
   await fastify.register(auth)
   await fastify.register(profiles)
   await fastify.register(creators)
+  await fastify.register(shops)
+  await fastify.register(classes)
+  await fastify.register(courses)
+  await fastify.register(alerts)
+  await fastify.register(userEmail)
+  await fastify.register(media)
+  await fastify.register(posts)
+  await fastify.register(reviews)
+  await fastify.register(comments)
+  await fastify.register(users)
+  await fastify.register(creatorPosts)
 }
 
 export default v1

@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DateOnly, DateTime, LIMIT_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref } from './common.js'
+import { UserSummary } from './posts.js'
+
+export const Class = Type.Object({
+  id: Uuid,
+  owner: ref(UserSummary),
+  name: Type.String(),
+  course_id: Type.Union([Uuid, Type.Null()]),
+  starts_date: Type.Union([DateOnly, Type.Null()]),
+  created_at: DateTime,
+  updated_at: DateTime
+}, { $id: 'Class', title: 'Class', additionalProperties: false })
+export type Class = Static<typeof Class>
+
+export const ClassCreate = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  course_id: OptionalOrNull(Type.String({ format: 'uuid', description: 'a COURSE post of the caller' })),
+  starts_date: OptionalOrNull(DateOnly)
+}, { $id: 'ClassCreate', title: 'ClassCreate', additionalProperties: false })
+export type ClassCreate = Static<typeof ClassCreate>
+
+export const ClassList = ListOf('classes', ref(Class), 'ClassList')
+
+export const CLASS_SORTABLE = ['name', 'starts_date', 'created_at'] as const
+export const ClassListQuery = ListQuery(CLASS_SORTABLE, {
+  owner_id: Type.Optional(Uuid),
+  course_id: Type.Optional(Uuid)
+}, '-created_at')
+export type ClassListQuery = Static<typeof ClassListQuery>
+
+/** One string enum (not a union of literals), so a bad value reports one rule, not three. */
+export const Sex = Type.Unsafe<'F' | 'M' | 'X'>(Type.String({ enum: ['F', 'M', 'X'], description: 'F, M or X' }))
+
+export const Student = Type.Object({
+  id: Uuid,
+  class_id: Uuid,
+  first_name: Type.String(),
+  last_name: Type.Union([Type.String(), Type.Null()]),
+  sex: Sex,
+  email: Type.Union([Type.String(), Type.Null()]),
+  created_at: DateTime,
+  updated_at: DateTime
+}, { $id: 'Student', title: 'Student', additionalProperties: false })
+export type Student = Static<typeof Student>
+
+export const StudentCreate = Type.Object({
+  first_name: Type.String({ minLength: 1, maxLength: 128 }),
+  last_name: OptionalOrNull(Type.String({ minLength: 1, maxLength: 128 })),
+  sex: Sex,
+  email: OptionalOrNull(Type.String({ format: 'email', maxLength: 254 }))
+}, { $id: 'StudentCreate', title: 'StudentCreate', additionalProperties: false })
+export type StudentCreate = Static<typeof StudentCreate>
+
+export const StudentList = ListOf('students', ref(Student), 'StudentList')
+
+/**
+ * Students page by limit/offset or by the spec's page/count (1-based), never both (422).
+ * limit/offset carry no defaults here, so a request that mixes the forms can be told apart.
+ */
+const { default: _limitDefault, ...limitRule } = PageQuery.limit
+const { default: _offsetDefault, ...offsetRule } = PageQuery.offset
+export const STUDENT_SORTABLE = ['first_name', 'last_name', 'created_at'] as const
+const studentBase = ListQuery(STUDENT_SORTABLE, {
+  sex: Type.Optional(Sex)
+}, 'created_at')
+export const StudentListQuery = Type.Object({
+  ...studentBase.properties,
+  limit: Type.Optional(Type.Integer({ ...limitRule, description: 'page size (default 10); not with page/count' })),
+  offset: Type.Optional(Type.Integer({ ...offsetRule, description: 'items skipped (default 0); not with page/count' })),
+  page: Type.Optional(Type.Integer({ minimum: 1, description: '1-based page number; not with limit/offset' })),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMIT_MAX, description: 'page size of the page form (default 10)' }))
+}, { additionalProperties: false })
+export type StudentListQuery = Static<typeof StudentListQuery>
+
+export const ClassParams = Params({ classId: Uuid })
+export const StudentParams = Params({ classId: Uuid, studentId: Uuid })

@@ -1,0 +1,63 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { Post } from './posts.js'
+
+/** A course is a post of type COURSE, shown as the post plus how many chapters it has. */
+export const Course = Type.Object({
+  ...Post.properties,
+  chapters_count: Type.Integer({ minimum: 0, description: 'chapters of the course; list them at /courses/{courseId}/chapters' })
+}, { $id: 'Course', title: 'Course', additionalProperties: false })
+export type Course = Static<typeof Course>
+
+const Position = Type.Integer({
+  minimum: 1,
+  description: '1-based place in the order; later items shift down. Absent or past the end: appended'
+})
+
+export const Chapter = Type.Object({
+  id: Uuid,
+  course_id: Uuid,
+  title: Type.String(),
+  position: Type.Integer({ minimum: 1 }),
+  created_at: DateTime,
+  updated_at: DateTime
+}, { $id: 'Chapter', title: 'Chapter', additionalProperties: false })
+export type Chapter = Static<typeof Chapter>
+
+export const ChapterCreate = Type.Object({
+  title: Type.String({ minLength: 1, maxLength: 200 }),
+  position: Type.Optional(Position)
+}, { $id: 'ChapterCreate', title: 'ChapterCreate', additionalProperties: false })
+export type ChapterCreate = Static<typeof ChapterCreate>
+
+export const ChapterList = ListOf('chapters', ref(Chapter), 'ChapterList')
+
+export const Lesson = Type.Object({
+  id: Uuid,
+  chapter_id: Uuid,
+  title: Type.String(),
+  body: Type.Union([Type.String(), Type.Null()]),
+  position: Type.Integer({ minimum: 1 }),
+  created_at: DateTime,
+  updated_at: DateTime
+}, { $id: 'Lesson', title: 'Lesson', additionalProperties: false })
+export type Lesson = Static<typeof Lesson>
+
+export const LessonCreate = Type.Object({
+  title: Type.String({ minLength: 1, maxLength: 200 }),
+  body: OptionalOrNull(Type.String({ maxLength: 100_000 })),
+  position: Type.Optional(Position)
+}, { $id: 'LessonCreate', title: 'LessonCreate', additionalProperties: false })
+export type LessonCreate = Static<typeof LessonCreate>
+
+export const LessonList = ListOf('lessons', ref(Lesson), 'LessonList')
+
+/** Chapters and lessons keep their explicit order by default. */
+export const POSITIONED_SORTABLE = ['position', 'title', 'created_at'] as const
+export const PositionedListQuery = ListQuery(POSITIONED_SORTABLE, {}, 'position')
+export type PositionedListQuery = Static<typeof PositionedListQuery>
+
+export const CourseParams = Params({ courseId: Uuid })
+export const ChapterParams = Params({ chapterId: Uuid })
+export const CourseChapterParams = Params({ courseId: Uuid, chapterId: Uuid })
+export const LessonParams = Params({ lessonId: Uuid })

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto'
+import type { Selectable } from 'kysely'
+import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
+import type { Db } from '../db/dialect.js'
+import type { ClassTable, StudentTable } from '../db/schema.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import { assertOwnCourse } from './courses.js'
+import { fetchPage, parseSort, type Page } from './list.js'
+import { found, ownerOf, ownersById } from './resource.js'
+
+/** Classes (optionally teaching one of the owner's courses) and their students, whose data only the class owner sees. */
+
+type Owners = Awaited<ReturnType<typeof ownersById>>
+
+function toClass (row: Selectable<ClassTable>, owners: Owners): Class {
+  const owner = owners.get(row.owner_id)
+  if (!owner) throw new Error(`class ${row.id} has no owner`) // unreachable: foreign key
+  return {
+    id: row.id,
+    owner,
+    name: row.name,
+    course_id: row.course_id,
+    starts_date: row.starts_date,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+function toStudent (row: Selectable<StudentTable>): Student {
+  return {
+    id: row.id,
+    class_id: row.class_id,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    sex: row.sex,
+    email: row.email,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+const CLASS_SORT = { name: 'name', starts_date: 'starts_date', created_at: 'created_at' }
+
+export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
+  let q = db.selectFrom('class').selectAll()
+  if (query.owner_id) q = q.where('owner_id', '=', query.owner_id)
+  if (query.course_id) q = q.where('course_id', '=', query.course_id)
+  const sort = parseSort(query.sort, CLASS_SORT, [{ column: 'created_at', direction: 'desc' }], 'id', ['starts_date'])
+  const { rows, total } = await fetchPage(q, sort, page)
+  const owners = await ownersById(db, rows.map(r => r.owner_id))
+  return { items: rows.map(r => toClass(r, owners)), total }
+}
+
+export async function getClass (db: Db, classId: string): Promise<Class> {
+  const row = await found(db.selectFrom('class').selectAll().where('id', '=', classId).executeTakeFirst(),
+    'ClassNotFound', `no class with id ${classId}`)
+  return toClass(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
+}
+
+export async function createClass (db: Db, ownerId: string, body: ClassCreate): Promise<Class> {
+  if (body.course_id) await assertOwnCourse(db, body.course_id, ownerId)
+  const id = randomUUID()
+  const now = nowIso()
+  await db.insertInto('class').values({
+    id, owner_id: ownerId, name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null,
+    created_at: now, updated_at: now
+  }).execute()
+  return getClass(db, id)
+}
+
+const STUDENT_SORT = { first_name: 'first_name', last_name: 'last_name', created_at: 'created_at' }
+
+export async function listStudents (db: Db, classId: string, query: StudentListQuery, page: Page) {
+  let q = db.selectFrom('student').selectAll().where('class_id', '=', classId)
+  if (query.sex) q = q.where('sex', '=', query.sex)
+  const sort = parseSort(query.sort, STUDENT_SORT, [{ column: 'created_at', direction: 'asc' }], 'id', ['last_name'])
+  const { rows, total } = await fetchPage(q, sort, page)
+  return { items: rows.map(toStudent), total }
+}
+
+/** A student is found only in their own class: under another class it is 404. */
+export async function getStudent (db: Db, classId: string, studentId: string): Promise<Student> {
+  return toStudent(await found(db.selectFrom('student').selectAll().where('id', '=', studentId).where('class_id', '=', classId).executeTakeFirst(),
+    'StudentNotFound', `no student with id ${studentId} in class ${classId}`))
+}
+
+export async function createStudent (db: Db, classId: string, body: StudentCreate): Promise<Student> {
+  const id = randomUUID()
+  const now = nowIso()
+  await db.insertInto('student').values({
+    id, class_id: classId, first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex,
+    email: body.email ?? null, created_at: now, updated_at: now
+  }).execute()
+  return getStudent(db, classId, id)
+}

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto'
+import type { Selectable } from 'kysely'
+import { AppError } from '../../plugins/problems.js'
+import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
+import { isPostgres, type Db } from '../db/dialect.js'
+import type { ChapterTable, LessonTable } from '../db/schema.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import { fetchPage, parseSort, type Page } from './list.js'
+import { getPost } from './posts.js'
+import { found } from './resource.js'
+
+/**
+ * Courses are posts of type COURSE and follow the posts' visibility rule (a draft is seen by its
+ * creator only); chapters and lessons keep an explicit 1-based position order.
+ */
+
+const courseNotFound = (id: string) => new AppError('CourseNotFound', `no course with id ${id}`)
+const chapterNotFound = (id: string) => new AppError('ChapterNotFound', `no chapter with id ${id}`)
+
+function toChapter (row: Selectable<ChapterTable>): Chapter {
+  return {
+    id: row.id,
+    course_id: row.course_id,
+    title: row.title,
+    position: row.position,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+function toLesson (row: Selectable<LessonTable>): Lesson {
+  return {
+    id: row.id,
+    chapter_id: row.chapter_id,
+    title: row.title,
+    body: row.body,
+    position: row.position,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+/** The course as the viewer may see it: missing, hidden and ARTICLE posts are all 404 CourseNotFound. */
+export async function getCourse (db: Db, courseId: string, viewerId: string | undefined): Promise<Course> {
+  const post = await getPost(db, courseId, viewerId).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'PostNotFound' ? courseNotFound(courseId) : err
+  })
+  if (post.type !== 'COURSE') throw courseNotFound(courseId)
+  const { n } = await db.selectFrom('chapter').select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where('course_id', '=', courseId).executeTakeFirstOrThrow()
+  return { ...post, chapters_count: Number(n) }
+}
+
+/**
+ * For a class tied to a course: it must be a COURSE post (else 422 on the body field) of the
+ * caller (else 403 UserNotOwner). Drafts count: a class may be planned before the course is out.
+ */
+export async function assertOwnCourse (db: Db, courseId: string, userId: string): Promise<void> {
+  const post = await db.selectFrom('post').select(['creator_id', 'type']).where('id', '=', courseId).executeTakeFirst()
+  if (!post || post.type !== 'COURSE') {
+    throw new AppError('ValidationFailed', `no course with id ${courseId}`, {
+      errors: [{ in: 'body', field: '/course_id', rule: 'course', message: 'must be the id of a course' }]
+    })
+  }
+  if (post.creator_id !== userId) throw new AppError('UserNotOwner', 'a class can be tied to your own courses only')
+}
+
+const POSITIONED_SORT = { position: 'position', title: 'title', created_at: 'created_at' }
+const BY_POSITION = [{ column: 'position', direction: 'asc' as const }]
+
+export async function listChapters (db: Db, courseId: string, viewerId: string | undefined, query: PositionedListQuery, page: Page) {
+  await getCourse(db, courseId, viewerId)
+  const q = db.selectFrom('chapter').selectAll().where('course_id', '=', courseId)
+  const { rows, total } = await fetchPage(q, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
+  return { items: rows.map(toChapter), total }
+}
+
+/** A chapter of a course the viewer cannot see is as missing as one that does not exist. */
+export async function getChapter (db: Db, chapterId: string, viewerId: string | undefined): Promise<Chapter> {
+  const row = await found(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).executeTakeFirst(),
+    'ChapterNotFound', `no chapter with id ${chapterId}`)
+  await getCourse(db, row.course_id, viewerId).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'CourseNotFound' ? chapterNotFound(chapterId) : err
+  })
+  return toChapter(row)
+}
+
+/** The chapter under its own course; under another course it is 404. */
+async function chapterOf (db: Db, courseId: string, chapterId: string): Promise<Chapter> {
+  const row = await found(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).where('course_id', '=', courseId).executeTakeFirst(),
+    'ChapterNotFound', `no chapter with id ${chapterId} in course ${courseId}`)
+  return toChapter(row)
+}
+
+export async function createChapter (db: Db, courseId: string, body: ChapterCreate): Promise<Chapter> {
+  const id = randomUUID()
+  await db.transaction().execute(async (trx) => {
+    const position = await makeRoom(trx, 'chapter', courseId, body.position)
+    const now = nowIso()
+    await trx.insertInto('chapter').values({ id, course_id: courseId, title: body.title, position, created_at: now, updated_at: now }).execute()
+  })
+  return chapterOf(db, courseId, id)
+}
+
+export async function listLessons (db: Db, courseId: string, chapterId: string, viewerId: string | undefined, query: PositionedListQuery, page: Page) {
+  await getCourse(db, courseId, viewerId)
+  await chapterOf(db, courseId, chapterId)
+  const q = db.selectFrom('lesson').selectAll().where('chapter_id', '=', chapterId)
+  const { rows, total } = await fetchPage(q, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
+  return { items: rows.map(toLesson), total }
+}
+
+/** Checks the path course → chapter (404 across the wrong parent) before a lesson is added. */
+export async function assertChapterOf (db: Db, courseId: string, chapterId: string): Promise<void> {
+  await chapterOf(db, courseId, chapterId)
+}
+
+export async function createLesson (db: Db, chapterId: string, body: LessonCreate): Promise<Lesson> {
+  const id = randomUUID()
+  await db.transaction().execute(async (trx) => {
+    const position = await makeRoom(trx, 'lesson', chapterId, body.position)
+    const now = nowIso()
+    await trx.insertInto('lesson').values({ id, chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now }).execute()
+  })
+  return getLessonRow(db, id)
+}
+
+export async function getLesson (db: Db, lessonId: string, viewerId: string | undefined): Promise<Lesson> {
+  const lesson = await getLessonRow(db, lessonId)
+  await getChapter(db, lesson.chapter_id, viewerId).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'ChapterNotFound' ? new AppError('LessonNotFound', `no lesson with id ${lessonId}`) : err
+  })
+  return lesson
+}
+
+async function getLessonRow (db: Db, lessonId: string): Promise<Lesson> {
+  return toLesson(await found(db.selectFrom('lesson').selectAll().where('id', '=', lessonId).executeTakeFirst(),
+    'LessonNotFound', `no lesson with id ${lessonId}`))
+}
+
+const PARENT = {
+  chapter: { parentTable: 'post', parentColumn: 'course_id' },
+  lesson: { parentTable: 'chapter', parentColumn: 'chapter_id' }
+} as const
+
+/**
+ * Inside the insert's transaction: the position the new item takes (absent or past the end:
+ * appended) after shifting the items at and after it down by one. On PostgreSQL the parent row
+ * is locked first so two concurrent inserts cannot take the same place; SQLite runs one
+ * transaction at a time anyway.
+ */
+async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string, wanted: number | undefined): Promise<number> {
+  const { parentTable, parentColumn } = PARENT[table]
+  // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
+  const t = table as 'chapter'
+  const column = parentColumn as 'course_id'
+  if (isPostgres(trx)) await trx.selectFrom(parentTable as 'post').select('id').where('id', '=', parentId).forUpdate().execute()
+  const { last } = await trx.selectFrom(t).select(eb => eb.fn.max('position').as('last')).where(column, '=', parentId).executeTakeFirstOrThrow()
+  const end = Number(last ?? 0) + 1
+  const position = wanted === undefined || wanted > end ? end : wanted
+  if (position < end) {
+    await trx.updateTable(t).set(eb => ({ position: eb('position', '+', 1), updated_at: nowIso() }))
+      .where(column, '=', parentId).where('position', '>=', position).execute()
+  }
+  return position
+}

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto'
+import type { Selectable } from 'kysely'
+import type { Db } from '../db/dialect.js'
+import type { ProductTable, ShopTable } from '../db/schema.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
+import { fetchPage, parseSort, type Page } from './list.js'
+import { found, ownerOf, ownersById } from './resource.js'
+
+/** Shops and their products: creators open shops, the shop's owner manages it and its products. */
+
+type ShopRow = Selectable<ShopTable>
+type ProductRow = Selectable<ProductTable>
+type Owners = Awaited<ReturnType<typeof ownersById>>
+
+function toShop (row: ShopRow, owners: Owners): Shop {
+  const owner = owners.get(row.owner_id)
+  if (!owner) throw new Error(`shop ${row.id} has no owner`) // unreachable: foreign key
+  return {
+    id: row.id,
+    owner,
+    name: row.name,
+    description: row.description,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+function toProduct (row: ProductRow): Product {
+  return {
+    id: row.id,
+    shop_id: row.shop_id,
+    name: row.name,
+    description: row.description,
+    price_cents: Number(row.price_cents),
+    currency: row.currency,
+    created_at: formatDateTime(row.created_at),
+    updated_at: formatDateTime(row.updated_at)
+  }
+}
+
+const SHOP_SORT = { name: 'name', created_at: 'created_at', updated_at: 'updated_at' }
+
+export async function listShops (db: Db, query: ShopListQuery, page: Page) {
+  let q = db.selectFrom('shop').selectAll()
+  if (query.owner_id) q = q.where('owner_id', '=', query.owner_id)
+  const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'created_at', direction: 'desc' }])
+  const { rows, total } = await fetchPage(q, sort, page)
+  const owners = await ownersById(db, rows.map(r => r.owner_id))
+  return { items: rows.map(r => toShop(r, owners)), total }
+}
+
+export async function getShop (db: Db, shopId: string): Promise<Shop> {
+  const row = await found(db.selectFrom('shop').selectAll().where('id', '=', shopId).executeTakeFirst(),
+    'ShopNotFound', `no shop with id ${shopId}`)
+  return toShop(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
+}
+
+export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
+  const now = nowIso()
+  const id = randomUUID()
+  await db.insertInto('shop').values({
+    id, owner_id: ownerId, name: body.name, description: body.description ?? null, created_at: now, updated_at: now
+  }).execute()
+  return getShop(db, id)
+}
+
+export async function updateShop (db: Db, shopId: string, body: ShopWrite): Promise<Shop> {
+  await db.updateTable('shop')
+    .set({ name: body.name, description: body.description ?? null, updated_at: nowIso() })
+    .where('id', '=', shopId).execute()
+  return getShop(db, shopId)
+}
+
+/** Its products go with it (ON DELETE CASCADE). */
+export async function deleteShop (db: Db, shopId: string): Promise<void> {
+  await db.deleteFrom('shop').where('id', '=', shopId).execute()
+}
+
+const PRODUCT_SORT = { name: 'name', price_cents: 'price_cents', created_at: 'created_at', updated_at: 'updated_at' }
+
+export async function listProducts (db: Db, shopId: string, query: ProductListQuery, page: Page) {
+  await getShop(db, shopId)
+  let q = db.selectFrom('product').selectAll().where('shop_id', '=', shopId)
+  if (query.currency) q = q.where('currency', '=', query.currency)
+  if (query.min_price_cents !== undefined) q = q.where('price_cents', '>=', query.min_price_cents)
+  if (query.max_price_cents !== undefined) q = q.where('price_cents', '<=', query.max_price_cents)
+  const sort = parseSort(query.sort, PRODUCT_SORT, [{ column: 'created_at', direction: 'desc' }])
+  const { rows, total } = await fetchPage(q, sort, page)
+  return { items: rows.map(toProduct), total }
+}
+
+/** A product is found only under its own shop: under another shop it is 404. */
+export async function getProduct (db: Db, shopId: string, productId: string): Promise<Product> {
+  const row = await found(db.selectFrom('product').selectAll()
+    .where('id', '=', productId).where('shop_id', '=', shopId).executeTakeFirst(),
+  'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
+  return toProduct(row)
+}
+
+export async function createProduct (db: Db, shopId: string, body: ProductWrite): Promise<Product> {
+  const now = nowIso()
+  const id = randomUUID()
+  await db.insertInto('product').values({
+    id, shop_id: shopId, name: body.name, description: body.description ?? null,
+    price_cents: body.price_cents, currency: body.currency, created_at: now, updated_at: now
+  }).execute()
+  return getProduct(db, shopId, id)
+}
+
+export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite): Promise<Product> {
+  await db.updateTable('product')
+    .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: nowIso() })
+    .where('id', '=', productId).where('shop_id', '=', shopId).execute()
+  return getProduct(db, shopId, productId)
+}
+
+export async function deleteProduct (db: Db, shopId: string, productId: string): Promise<void> {
+  await db.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
+}

@@ -1,0 +1,95 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { assertOwner } from '../../../plugins/auth.js'
+import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
+import {
+  Chapter, ChapterCreate, ChapterList, ChapterParams, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate, LessonList, LessonParams, PositionedListQuery
+} from '../../../schemas/courses.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import {
+  assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
+} from '../../domain/courses.js'
+import { listReply } from '../../domain/list.js'
+import { created } from '../../domain/resource.js'
+import { identifyIfToken, security, viewerOf } from './posts.js'
+
+const tags = ['courses']
+// Reads are public; a sent token lets a creator see their own draft course (as on posts).
+const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
+
+/** Courses (COURSE posts), their chapters and lessons: public reads, the course owner writes. */
+const courses: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { db } = fastify
+  fastify.addHook('onRequest', identifyIfToken(fastify))
+
+  fastify.get('/courses/:courseId', {
+    config: { etag: true },
+    schema: { tags, operationId: 'getCourse', summary: 'One course, with its number of chapters', params: CourseParams, response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') } }
+  }, async (request) => getCourse(db, request.params.courseId, viewerOf(request)))
+
+  fastify.get('/courses/:courseId/chapters', {
+    schema: {
+      tags, operationId: 'listChapters', summary: 'Chapters of a course, in position order', params: CourseParams, querystring: PositionedListQuery,
+      response: { 200: ref(ChapterList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') }
+    }
+  }, async (request, reply) => {
+    const { items, total } = await listChapters(db, request.params.courseId, viewerOf(request), request.query, request.query)
+    return listReply(request, reply, 'chapters', items, total, request.query)
+  })
+
+  fastify.get('/chapters/:chapterId', {
+    config: { etag: true },
+    schema: { tags, operationId: 'getChapter', summary: 'One chapter', params: ChapterParams, response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') } }
+  }, async (request) => getChapter(db, request.params.chapterId, viewerOf(request)))
+
+  fastify.get('/courses/:courseId/chapters/:chapterId/lessons', {
+    schema: {
+      tags, operationId: 'listLessons', summary: 'Lessons of a chapter, in position order', params: CourseChapterParams, querystring: PositionedListQuery,
+      response: { 200: ref(LessonList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound', 'ChapterNotFound') }
+    }
+  }, async (request, reply) => {
+    const { courseId, chapterId } = request.params
+    const { items, total } = await listLessons(db, courseId, chapterId, viewerOf(request), request.query, request.query)
+    return listReply(request, reply, 'lessons', items, total, request.query)
+  })
+
+  fastify.get('/lessons/:lessonId', {
+    config: { etag: true },
+    schema: { tags, operationId: 'getLesson', summary: 'One lesson (where a new lesson\'s Location points)', params: LessonParams, response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') } }
+  }, async (request) => getLesson(db, request.params.lessonId, viewerOf(request)))
+
+  await fastify.register(writes)
+}
+
+const writes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+  const { db } = fastify
+  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner', 'CourseNotFound', 'Conflict'] as const
+
+  fastify.post('/courses/:courseId/chapters', {
+    config: { idempotent: true },
+    schema: {
+      tags, security, operationId: 'createChapter', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
+      response: { 201: ref(Chapter), ...errorResponses(...auth) }
+    }
+  }, async (request, reply) => {
+    assertOwner(request, (await getCourse(db, request.params.courseId, request.user.id)).creator.id)
+    const chapter = await createChapter(db, request.params.courseId, request.body)
+    return created(reply, `/v1/chapters/${chapter.id}`, chapter)
+  })
+
+  fastify.post('/courses/:courseId/chapters/:chapterId/lessons', {
+    config: { idempotent: true },
+    schema: {
+      tags, security, operationId: 'createLesson', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
+      response: { 201: ref(Lesson), ...errorResponses(...auth, 'ChapterNotFound') }
+    }
+  }, async (request, reply) => {
+    const { courseId, chapterId } = request.params
+    assertOwner(request, (await getCourse(db, courseId, request.user.id)).creator.id)
+    await assertChapterOf(db, courseId, chapterId)
+    const lesson = await createLesson(db, chapterId, request.body)
+    return created(reply, `/v1/lessons/${lesson.id}`, lesson)
+  })
+}
+
+export default courses

@@ -1,0 +1,140 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { assertOwner } from '../../../plugins/auth.js'
+import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
+import {
+  Product, ProductList, ProductListQuery, ProductParams, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopWrite
+} from '../../../schemas/shops.js'
+import { listReply } from '../../domain/list.js'
+import { created } from '../../domain/resource.js'
+import {
+  createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
+} from '../../domain/shops.js'
+import { ownerAndIfMatch } from './posts.js'
+
+const tags = ['shops']
+
+/** Shops and products: anyone reads; creators open shops; the shop's owner writes (group below). */
+const shops: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { db } = fastify
+
+  fastify.get('/shops', {
+    schema: { tags, operationId: 'listShops', summary: 'All shops', querystring: ShopListQuery, response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') } }
+  }, async (request, reply) => {
+    const { items, total } = await listShops(db, request.query, request.query)
+    return listReply(request, reply, 'shops', items, total, request.query)
+  })
+
+  fastify.get('/shops/:shopId', {
+    config: { etag: true },
+    schema: { tags, operationId: 'getShop', summary: 'One shop', params: ShopParams, response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') } }
+  }, async (request) => getShop(db, request.params.shopId))
+
+  fastify.get('/shops/:shopId/products', {
+    schema: {
+      tags, operationId: 'listProducts', summary: 'The products of a shop', params: ShopParams, querystring: ProductListQuery,
+      response: { 200: ref(ProductList), ...errorResponses('ValidationFailed', 'ShopNotFound') }
+    }
+  }, async (request, reply) => {
+    const { items, total } = await listProducts(db, request.params.shopId, request.query, request.query)
+    return listReply(request, reply, 'products', items, total, request.query)
+  })
+
+  fastify.get('/shops/:shopId/products/:productId', {
+    config: { etag: true },
+    schema: {
+      tags, operationId: 'getProduct', summary: 'One product of a shop', params: ProductParams,
+      response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
+    }
+  }, async (request) => getProduct(db, request.params.shopId, request.params.productId))
+
+  await fastify.register(writes)
+}
+
+const writes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+  const { db } = fastify
+  const security = [{ bearerAuth: [] }]
+  const ownShop = (request: FastifyRequest) => ownerAndIfMatch<ShopT>(request, shop => shop.owner.id)
+  const ownProduct = (request: FastifyRequest, shop: ShopT) => ownerAndIfMatch<ProductT>(request, () => shop.owner.id)
+  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
+
+  fastify.post('/shops', {
+    config: { idempotent: true },
+    preHandler: fastify.requireCreator,
+    schema: {
+      tags, security, operationId: 'createShop', summary: 'Open a shop (creators)', headers: IdempotencyHeaders, body: ref(ShopWrite),
+      response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }
+    }
+  }, async (request, reply) => {
+    const shop = await createShop(db, request.user.id, request.body)
+    return created(reply, `/v1/shops/${shop.id}`, shop)
+  })
+
+  fastify.put('/shops/:shopId', {
+    config: { etag: true },
+    schema: {
+      tags, security, operationId: 'updateShop', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
+      response: { 200: ref(Shop), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
+    }
+  }, async (request) => {
+    const shop = await getShop(db, request.params.shopId)
+    ownShop(request)(shop)
+    return updateShop(db, shop.id, request.body)
+  })
+
+  fastify.delete('/shops/:shopId', {
+    schema: {
+      tags, security, operationId: 'deleteShop', summary: 'Close a shop and remove its products (owner)', params: ShopParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
+    }
+  }, async (request, reply) => {
+    const shop = await getShop(db, request.params.shopId)
+    ownShop(request)(shop)
+    await deleteShop(db, shop.id)
+    return reply.code(204).send(null)
+  })
+
+  fastify.post('/shops/:shopId/products', {
+    config: { idempotent: true },
+    schema: {
+      tags, security, operationId: 'createProduct', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
+      response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'Conflict') }
+    }
+  }, async (request, reply) => {
+    const shop = await getShop(db, request.params.shopId)
+    assertOwner(request, shop.owner.id)
+    const product = await createProduct(db, shop.id, request.body)
+    return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
+  })
+
+  fastify.put('/shops/:shopId/products/:productId', {
+    config: { etag: true },
+    schema: {
+      tags, security, operationId: 'updateProduct', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
+      response: { 200: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
+    }
+  }, async (request) => {
+    const shop = await getShop(db, request.params.shopId)
+    const product = await getProduct(db, shop.id, request.params.productId)
+    ownProduct(request, shop)(product)
+    return updateProduct(db, shop.id, product.id, request.body)
+  })
+
+  fastify.delete('/shops/:shopId/products/:productId', {
+    schema: {
+      tags, security, operationId: 'deleteProduct', summary: 'Remove a product (shop owner)', params: ProductParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
+    }
+  }, async (request, reply) => {
+    const shop = await getShop(db, request.params.shopId)
+    const product = await getProduct(db, shop.id, request.params.productId)
+    ownProduct(request, shop)(product)
+    await deleteProduct(db, shop.id, product.id)
+    return reply.code(204).send(null)
+  })
+}
+
+export default shops
