@@ -34,7 +34,8 @@ export function isLenientDateTime (value: string): boolean {
 /** Parses an accepted input date-time to an ISO string in UTC; no zone means UTC, the fraction is dropped. */
 export function parseDateTimeInput (value: string): string {
   const m = RFC3339.exec(value)
-  if (!m) throw new TypeError(`not a date-time: ${value}`)
+  // The same rule as validation, so a 2026-02-30 can never roll over into March.
+  if (!m || !isLenientDateTime(value)) throw new TypeError(`not a date-time: ${value}`)
   const [, y, mo, d, h, mi, s, , zone] = m
   let offsetMin = 0
   if (zone && zone !== 'Z' && zone !== 'z') {

@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'kysely'
+import t, { type Test } from 'tap'
+import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
+import { migrateToLatest, migrations } from '../src/db/migrate.js'
+import { formatDateTime, formatNullableDateTime, isLenientDateTime, nowIso, parseDateTimeInput, toDate } from '../src/db/time.js'
+import { createAjv } from '../src/options.js'
+import { dialect, freshDatabase } from './helper.js'
+
+/** A migrated database of this run's dialect, destroyed at teardown. */
+async function openDb (t: Test, { migrate = true } = {}): Promise<Db> {
+  const { url, schema } = await freshDatabase(t)
+  const db = createDb(url, { schema })
+  t.teardown(() => db.destroy())
+  if (migrate) await migrateToLatest(db)
+  return db
+}
+
+async function insertUser (db: Db, id: string, flags: { is_active: boolean, is_creator: boolean }) {
+  const now = nowIso()
+  await db.insertInto('user').values({
+    id, username: `u-${id}`, email: `${id}@example.com`, password_hash: 'x', ...flags, created_at: now, updated_at: now
+  }).execute()
+}
+
+t.test(`migrations apply on ${dialect} and a second run applies nothing`, async (t) => {
+  const db = await openDb(t, { migrate: false })
+  t.equal(isPostgres(db), dialect === 'postgres', 'the dialect this run asked for')
+  const first = await migrateToLatest(db)
+  t.same(first, Object.keys(migrations), 'every migration, in order')
+  t.same(await migrateToLatest(db), [], 'idempotent')
+  const tables = (await db.introspection.getTables()).map(t => t.name)
+  for (const table of ['user', 'profile', 'post', 'post_tag', 'review', 'comment', 'alert', 'outbox_message', 'idempotency_key', 'media', 'shop', 'product', 'chapter', 'lesson', 'class', 'student']) {
+    t.ok(tables.includes(table), `table ${table}`)
+  }
+  for (const name of Object.keys(migrations)) t.match(name, /^\d{4}_\d{2}_\d{2}_\d{4}_[a-z0-9_]+$/, `${name} is a date_slug name`)
+})
+
+t.test('a second process migrating the same database finds it up to date', async (t) => {
+  // in-memory SQLite is one database per connection: use a file to share it
+  const { url, schema } = dialect === 'sqlite' ? { url: `sqlite:${join(mkdtempSync(join(tmpdir(), 'roja-db-')), 'roja.sqlite')}`, schema: undefined } : await freshDatabase(t)
+  if (dialect === 'sqlite') t.teardown(() => rmSync(url.slice('sqlite:'.length, -'/roja.sqlite'.length), { recursive: true, force: true }))
+  const a = createDb(url, { schema })
+  t.teardown(() => a.destroy())
+  t.ok((await migrateToLatest(a)).length > 0)
+  const b = createDb(url, { schema })
+  t.teardown(() => b.destroy())
+  t.same(await migrateToLatest(b), [])
+})
+
+t.test('SQLite files run in WAL mode with foreign keys on', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'roja-db-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const db = createDb(`sqlite:${join(dir, 'nested', 'roja.sqlite')}`)
+  t.teardown(() => db.destroy())
+  const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db)
+  t.equal(mode.rows[0].journal_mode, 'wal')
+  const fk = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)
+  t.equal(fk.rows[0].foreign_keys, 1)
+})
+
+t.test('booleans written as JS booleans round-trip and filter on both dialects', async (t) => {
+  const db = await openDb(t)
+  await insertUser(db, 'a', { is_active: true, is_creator: false })
+  await insertUser(db, 'b', { is_active: false, is_creator: true })
+  const rows = await db.selectFrom('user').select(['id', 'is_active', 'is_creator']).orderBy('id').execute()
+  t.same(rows.map(r => [r.id, Boolean(r.is_active), Boolean(r.is_creator)]), [['a', true, false], ['b', false, true]])
+  const active = await db.selectFrom('user').select('id').where('is_active', '=', true).execute()
+  t.same(active.map(r => r.id), ['a'], 'a boolean in a where clause')
+  await db.updateTable('user').set({ is_creator: true }).where('id', '=', 'a').execute()
+  const creators = await db.selectFrom('user').select('id').where('is_creator', '=', true).orderBy('id').execute()
+  t.same(creators.map(r => r.id), ['a', 'b'], 'a boolean in an update')
+})
+
+t.test('timestamps written as ISO text read back to the output format on both dialects', async (t) => {
+  const db = await openDb(t)
+  await insertUser(db, 'a', { is_active: true, is_creator: false })
+  await db.updateTable('user').set({ created_at: '2026-03-01T10:20:30.456Z' }).where('id', '=', 'a').execute()
+  const row = await db.selectFrom('user').select('created_at').where('id', '=', 'a').executeTakeFirstOrThrow()
+  t.equal(formatDateTime(row.created_at), '2026-03-01T10:20:30+0000')
+})
+
+t.test('formatDateTime: UTC, colon-less offset, no fraction', async (t) => {
+  t.equal(formatDateTime(new Date(Date.UTC(2026, 10, 21, 9, 30, 5, 999))), '2026-11-21T09:30:05+0000')
+  t.equal(formatDateTime('2026-11-21T09:30:05.999Z'), '2026-11-21T09:30:05+0000', 'the fraction is dropped, not rounded')
+  t.equal(formatDateTime('2026-11-21T01:30:00+02:00'), '2026-11-20T23:30:00+0000', 'other zones become UTC')
+  t.equal(formatNullableDateTime(null), null)
+  t.equal(formatNullableDateTime('2026-01-01T00:00:00Z'), '2026-01-01T00:00:00+0000')
+  t.match(formatDateTime(nowIso()), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/)
+  t.equal(toDate('2026-01-01T00:00:00.000Z').getTime(), Date.UTC(2026, 0, 1))
+})
+
+t.test('parseDateTimeInput: any RFC 3339 zone, no zone means UTC, the fraction is dropped', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['2026-03-01T10:00:00Z', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00z', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01t10:00:00Z', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01 10:00:00Z', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00+00:00', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00-00:00', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00+05:30', '2026-03-01T04:30:00.000Z'],
+    ['2026-03-01T10:00:00+0530', '2026-03-01T04:30:00.000Z'],
+    ['2026-03-01T10:00:00-08:00', '2026-03-01T18:00:00.000Z'],
+    ['2026-03-01T00:30:00+01:00', '2026-02-28T23:30:00.000Z'],
+    ['2026-12-31T23:30:00-01:00', '2027-01-01T00:30:00.000Z'],
+    ['2026-03-01T10:00:00.999Z', '2026-03-01T10:00:00.000Z'],
+    ['2026-03-01T10:00:00.123456789+02:00', '2026-03-01T08:00:00.000Z'],
+    ['2026-03-01T10:00:00.5', '2026-03-01T10:00:00.000Z'],
+    ['2028-02-29T12:00:00Z', '2028-02-29T12:00:00.000Z']
+  ]
+  for (const [input, expected] of cases) {
+    t.ok(isLenientDateTime(input), `${input} is accepted`)
+    t.equal(parseDateTimeInput(input), expected, input)
+  }
+  t.equal(formatDateTime(parseDateTimeInput('2026-03-01T10:00:00.999+0530')), '2026-03-01T04:30:00+0000', 'input to output')
+})
+
+t.test('isLenientDateTime refuses what is not a real date-time', async (t) => {
+  const refused = [
+    '', '2026-03-01', '10:00:00', '2026-03-01T10:00Z', '2026-03-01T10:00:00+05', '2026-03-01T10:00:00+5:30',
+    '2026-03-01T10:00:00 Z', ' 2026-03-01T10:00:00Z', '2026-03-01T10:00:00Z ', '2026-3-1T10:00:00Z', '20260301T100000Z',
+    '2026-02-29T10:00:00Z', '2026-02-30T10:00:00Z', '2026-04-31T10:00:00Z', '2026-00-10T10:00:00Z', '2026-13-01T10:00:00Z',
+    '2026-03-00T10:00:00Z', '2026-03-32T10:00:00Z', '2026-03-01T24:00:00Z', '2026-03-01T10:60:00Z', '2026-03-01T10:00:61Z',
+    '2026-03-01T10:00:00+24:00', '2026-03-01T10:00:00+05:60', '2026-03-01T10:00:00.Z', 'tomorrow', '1772359200'
+  ]
+  for (const value of refused) {
+    t.notOk(isLenientDateTime(value), JSON.stringify(value))
+    t.throws(() => parseDateTimeInput(value), `${JSON.stringify(value)} does not parse either`)
+  }
+  t.ok(isLenientDateTime('2026-03-01T23:59:59+23:59'), 'the upper bounds themselves are fine')
+  t.ok(isLenientDateTime('2026-12-31T10:00:00Z'))
+  t.ok(isLenientDateTime('2026-06-30T10:00:00Z'))
+})
+
+t.test('the lenient-date-time format validates like isLenientDateTime', async (t) => {
+  const ajv = createAjv({ allowedMediaHosts: [] })
+  const validate = ajv.compile({ type: 'string', format: 'lenient-date-time' })
+  t.ok(validate('2026-03-01T10:00:00+0530'))
+  t.ok(validate('2026-03-01T10:00:00'))
+  t.notOk(validate('2026-02-30T10:00:00Z'))
+  t.notOk(validate('2026-03-01'))
+})
