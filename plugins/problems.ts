@@ -45,15 +45,7 @@ export default fp(async (fastify) => {
   })
 
   function render (reply: FastifyReply, error: AppError) {
-    const body: Problem = {
-      type: `${base}/${kebab(error.code)}`,
-      title: problems[error.code].title,
-      status: error.status,
-      detail: error.message,
-      instance: reply.request.url.split('?')[0],
-      code: error.code,
-      ...(error.errors ? { errors: error.errors } : {})
-    }
+    const body = problemBody(base, error, reply.request.url)
     if (error.headers) reply.headers(error.headers)
     return reply.code(error.status).type('application/problem+json').send(body)
   }
@@ -84,6 +76,7 @@ export default fp(async (fastify) => {
  * The answers the infrastructure can give on any route (token in the URL, body parsing and
  * content type, rate limit, load shedding and database outage), added to each documented
  * route's responses so that the OpenAPI document never hides a status the server sends.
+ * A route that declares no query gets an empty strict one, so unknown parameters are 422.
  */
 function declareTransportErrors (route: RouteOptions) {
   const response = route.schema?.response as Record<string, unknown> | undefined
@@ -91,6 +84,11 @@ function declareTransportErrors (route: RouteOptions) {
   const methods = [route.method].flat()
   const takesBody = methods.some(m => m !== 'GET' && m !== 'HEAD')
   const codes: ProblemCode[] = ['TokenInQuery', 'ServiceUnavailable']
+  if (route.schema && !route.schema.querystring && !route.schema.hide) {
+    // DESIGN §1: an unknown query parameter is 422 on every route, not only on those with filters.
+    route.schema = { ...route.schema, querystring: { type: 'object', properties: {}, additionalProperties: false } }
+    codes.push('ValidationFailed')
+  }
   if (takesBody) codes.push('MalformedBody', 'PayloadTooLarge', 'UnsupportedMediaType')
   if (route.config?.rateLimit !== false) codes.push('RateLimited')
   const added: Record<string, unknown> = {}
@@ -144,6 +142,34 @@ function issue (where: ValidationIssue['in'], v: AjvIssue): ValidationIssue {
   else if (v.keyword === 'additionalProperties') message = 'is not a known property'
   else if (v.keyword === 'required') message = 'is required'
   return { in: where, field, rule: v.keyword, message }
+}
+
+/** The RFC 9457 body of a catalogue error. */
+export function problemBody (baseUri: string, error: AppError, url: string): Problem {
+  return {
+    type: `${baseUri.replace(/\/+$/, '')}/${kebab(error.code)}`,
+    title: problems[error.code].title,
+    status: error.status,
+    detail: error.message,
+    instance: url.split('?')[0],
+    code: error.code,
+    ...(error.errors ? { errors: error.errors } : {})
+  }
+}
+
+/**
+ * Errors the router raises before any route or hook runs (Fastify `frameworkErrors`): a path
+ * parameter over maxParamLength (else a bare 414) or one that is not valid percent-encoding.
+ * Both are malformed path parameters: 422 like any other (DESIGN §1).
+ */
+export function frameworkErrors (baseUri: string) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const rule = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'maxLength' : 'format'
+    const error = new AppError('ValidationFailed', rule === 'maxLength' ? 'a path parameter is too long' : 'a path parameter is not valid percent-encoding', {
+      errors: [{ in: 'path', field: '', rule, message: rule === 'maxLength' ? 'is too long' : 'is not valid percent-encoding' }]
+    })
+    return reply.code(error.status).type('application/problem+json').send(problemBody(baseUri, error, request.url))
+  }
 }
 
 function kebab (code: string) {

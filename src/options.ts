@@ -4,6 +4,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv'
 import formats from 'ajv-formats'
 import type { FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
+import { frameworkErrors } from '../plugins/problems.js'
 import { isLenientDateTime } from './db/time.js'
 
 /**
@@ -26,6 +27,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
+    frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
     schemaController: { compilersFactory: { buildValidator: validatorFactory(config) as never } },
     ...(config.TLS_CERT_FILE && config.TLS_KEY_FILE
       ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
