@@ -76,7 +76,17 @@ export interface PostScope {
 
 /** A page of posts and the total the filters match. The public lists hold published posts only. */
 export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
-  let q = selectPosts(db)
+  const q = filterPosts(selectPosts(db), query, scope)
+  const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
+  const { rows, total } = await fetchPage(q, sort, query)
+  return { posts: rows.map(toPost), total }
+}
+
+type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>
+
+/** The filters of every post list (v1 and v2): visibility, creator, type, tags. */
+function filterPosts (select: ReturnType<typeof selectPosts>, query: PostFilters | CreatorPostListQuery, scope: PostScope) {
+  let q = select
   if (!scope.unpublished) q = q.where('post.published_at', '<=', nowIso())
   const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
   if (creatorId !== undefined) q = q.where('post.creator_id', '=', creatorId)
@@ -88,9 +98,33 @@ export async function listPosts (db: Executor, query: PostListQuery | CreatorPos
       .where('post_tag.tag', 'in', tags).groupBy('post_tag.post_id')
       .having(sql<number>`count(*)`, '=', tags.length))
   }
-  const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
-  const { rows, total } = await fetchPage(q, sort, query)
-  return { posts: rows.map(toPost), total }
+  return q
+}
+
+/** Where a keyset page ends: the (sort_at, id) of its last post. */
+export interface PostPosition { sort_at: string, id: string }
+
+/**
+ * v2's keyset page of published posts in the default order (sort_at desc, id desc, on the
+ * post_sort_at_idx index): the `limit` posts after `after`, so a deep page costs what the first
+ * does, and a post written meanwhile (it sorts first) never shifts the pages that follow.
+ */
+export async function listPostsAfter (db: Executor, query: PostFilters & { limit: number }, after?: PostPosition): Promise<{ posts: Post[], total: number, next?: PostPosition }> {
+  const q = filterPosts(selectPosts(db), query, {})
+  let page = q.select('post.sort_at')
+  if (after) page = page.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(after.sort_at, after.id)))
+  const [rows, count] = await Promise.all([
+    page.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(query.limit + 1).execute(),
+    q.clearSelect().select(sql<number | string>`count(*)`.as('total')).executeTakeFirstOrThrow()
+  ])
+  const more = rows.length > query.limit
+  const shown = rows.slice(0, query.limit)
+  const last = shown.at(-1)
+  return {
+    posts: shown.map(toPost),
+    total: Number(count.total),
+    next: more && last ? { sort_at: toDate(last.sort_at).toISOString(), id: last.id } : undefined
+  }
 }
 
 /** GET /creators/{profileId}/posts: the creator is checked first (ProfileNotFound, ProfileNotCreator). */
