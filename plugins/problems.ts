@@ -116,6 +116,11 @@ export function toAppError (err: FastifyError & { validationContext?: string, er
     case 'FST_FIELDS_LIMIT':
       return new AppError('PayloadTooLarge', 'the request body is over its size limit')
   }
+  // PostgreSQL data exceptions (class 22: out of range, bad text representation, too long) come
+  // from a value the schema let through but the column cannot hold: the client's input, not a crash.
+  if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code) && 'severity' in err) {
+    return new AppError('ValidationFailed', 'a value is outside what the server can store')
+  }
   if (err.code && UNAVAILABLE.has(String(err.code))) {
     return new AppError('ServiceUnavailable', 'a backing service is unavailable, try again later', { headers: { 'retry-after': '5' } })
   }
