@@ -1,5 +1,5 @@
-import { Migrator, type Migration, type MigrationProvider } from 'kysely'
-import type { Db } from './dialect.js'
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
+import { isPostgres, type Db } from './dialect.js'
 import * as initial from './migrations/2026_11_21_0001_initial.js'
 
 /** Every migration, by its date_slug name. A static list works the same from src/ (tsx) and dist/. */
@@ -10,7 +10,12 @@ export const migrations: Record<string, Migration> = {
 const provider: MigrationProvider = { getMigrations: async () => migrations }
 
 export async function migrateToLatest (db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider })
+  // Kysely looks for its bookkeeping tables in every schema unless told which one: name ours, or
+  // another schema's tables (a parallel test file's) pass for ours and the migration fails.
+  const migrationTableSchema = isPostgres(db)
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
+    : undefined
+  const migrator = new Migrator({ db, provider, migrationTableSchema })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter(r => r.status === 'Success').map(r => r.migrationName)
