@@ -1,0 +1,64 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Alert, AlertList, AlertListQuery, AlertParams } from '../../../schemas/alerts.js'
+import { NotModified, QueuedStatus, ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { assertOwner } from '../../../plugins/auth.js'
+import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
+import { listReply } from '../../domain/list.js'
+
+const AUTHENTICATED = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed')
+
+/** The caller's alerts (DESIGN §4): read them, and have one e-mailed again. Own alerts only. */
+const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+
+  fastify.get('/alerts', {
+    schema: {
+      tags: ['alerts'],
+      operationId: 'listAlerts',
+      summary: 'Your alerts',
+      security: [{ bearerAuth: [] }],
+      querystring: AlertListQuery,
+      response: { 200: ref(AlertList), ...AUTHENTICATED }
+    }
+  }, async (request, reply) => {
+    const { limit, offset } = request.query
+    const { items, total } = await listAlerts(fastify.db, request.user.id, request.query, { limit, offset })
+    return listReply(request, reply, 'alerts', items, total, { limit, offset })
+  })
+
+  fastify.get('/alerts/:alertId', {
+    config: { etag: true },
+    schema: {
+      tags: ['alerts'],
+      operationId: 'getAlert',
+      summary: 'One of your alerts',
+      security: [{ bearerAuth: [] }],
+      params: AlertParams,
+      response: { 200: ref(Alert), 304: NotModified, ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
+    }
+  }, async (request) => {
+    const { ownerId, alert } = await getAlert(fastify.db, request.params.alertId)
+    assertOwner(request, ownerId)
+    return alert
+  })
+
+  fastify.post('/alerts/:alertId/resend', {
+    schema: {
+      tags: ['alerts'],
+      operationId: 'resendAlert',
+      summary: 'E-mail one of your alerts again',
+      description: 'Queues the alert\'s e-mail to your current address; `sent_at` changes once it is delivered.',
+      security: [{ bearerAuth: [] }],
+      params: AlertParams,
+      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    const { ownerId } = await getAlert(fastify.db, request.params.alertId)
+    assertOwner(request, ownerId)
+    await resendAlert(fastify.db, request.params.alertId)
+    return reply.code(202).send({ status: 'queued' as const })
+  })
+}
+
+export default alerts

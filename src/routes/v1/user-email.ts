@@ -1,0 +1,29 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { QueuedStatus, ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { UserParams } from '../../../schemas/user-email.js'
+import { assertOwner } from '../../../plugins/auth.js'
+import { queueAccountSummary } from '../../domain/account-email.js'
+
+/** POST /users/{userId}/email: queues your account summary e-mail (DESIGN §3); self only. */
+const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+
+  fastify.post('/users/:userId/email', {
+    schema: {
+      tags: ['users'],
+      operationId: 'sendAccountSummary',
+      summary: 'E-mail yourself your account summary',
+      description: 'Answers at once; the e-mail is delivered afterwards by the outbox worker.',
+      security: [{ bearerAuth: [] }],
+      params: UserParams,
+      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    assertOwner(request, request.params.userId)
+    await queueAccountSummary(fastify.db, request.user.id)
+    return reply.code(202).send({ status: 'queued' as const })
+  })
+}
+
+export default userEmail
