@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto'
+import type { Readable } from 'node:stream'
+import { fileTypeFromBuffer } from 'file-type'
+import parseRange from 'range-parser'
+import type { Selectable } from 'kysely'
+import { AppError } from '../../plugins/problems.js'
+import type { ByteRange, MediaStorage } from '../../plugins/media-storage.js'
+import type { Media } from '../../schemas/media.js'
+import type { Db } from '../db/dialect.js'
+import type { MediaTable } from '../db/schema.js'
+import { formatDateTime, nowIso } from '../db/time.js'
+
+export type MediaRow = Selectable<MediaTable>
+
+/** The file as stored, before it has a row. */
+export interface StoredUpload {
+  id: string
+  storage_key: string
+  size: number
+  sha256: string
+  content_type: string
+}
+
+/** file-type reads at most this many bytes from the start of a file. */
+const SNIFF_BYTES = 4100
+const UNKNOWN_TYPE = 'application/octet-stream'
+const TEXT_TYPE = 'text/plain'
+
+/**
+ * Streams an upload into storage under a new server-made key, keeping only its first bytes
+ * to sniff the media type. Storage leaves nothing behind when the stream fails.
+ */
+export async function storeUpload (storage: MediaStorage, file: Readable): Promise<StoredUpload> {
+  const id = randomUUID()
+  const head: Buffer[] = []
+  let headLength = 0
+  async function * keepHead (chunks: AsyncIterable<Buffer>) {
+    for await (const chunk of chunks) {
+      if (headLength < SNIFF_BYTES) {
+        head.push(chunk.subarray(0, SNIFF_BYTES - headLength))
+        headLength += Math.min(chunk.length, SNIFF_BYTES - headLength)
+      }
+      yield chunk
+    }
+  }
+  const stored = await storage.put(id, keepHead(file))
+  const content_type = await sniff(Buffer.concat(head), stored.size)
+  return { id, storage_key: id, ...stored, content_type }
+}
+
+/**
+ * The media type from the bytes, never from the client's claim: a known binary signature
+ * (file-type), else text/plain when the first 4 KiB are UTF-8 text, else application/octet-stream.
+ */
+export async function sniff (head: Buffer, size: number): Promise<string> {
+  if (head.length === 0) return UNKNOWN_TYPE
+  const type = await fileTypeFromBuffer(head)
+  if (type) return type.mime
+  return isUtf8Text(head, size > head.length) ? TEXT_TYPE : UNKNOWN_TYPE
+}
+
+// Control characters that plain text does not contain (tab, line feed, form feed, carriage return are fine).
+const CONTROL = /[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f]/ // eslint-disable-line no-control-regex
+
+function isUtf8Text (head: Buffer, cut: boolean): boolean {
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  // A head cut off mid-file may end inside a multi-byte character: allow up to 3 bytes of it.
+  for (let drop = 0; drop <= (cut ? 3 : 0); drop++) {
+    try {
+      return !CONTROL.test(decoder.decode(head.subarray(0, head.length - drop)))
+    } catch {}
+  }
+  return false
+}
+
+export async function insertMedia (db: Db, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
+  const row = { ...upload, owner_id: ownerId, created_at: nowIso() }
+  await db.insertInto('media').values(row).execute()
+  return row
+}
+
+/**
+ * Stores an upload and records it. A row exists only for a file that is complete on disk;
+ * a file whose row could not be written is removed.
+ */
+export async function createMedia (db: Db, storage: MediaStorage, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
+  try {
+    return await insertMedia(db, ownerId, upload)
+  } catch (err) {
+    await storage.remove(upload.storage_key)
+    throw err
+  }
+}
+
+export async function getMedia (db: Db, id: string): Promise<MediaRow> {
+  const row = await db.selectFrom('media').selectAll().where('id', '=', id).executeTakeFirst()
+  if (!row) throw new AppError('MediaNotFound', `no media with id ${id}`)
+  return row
+}
+
+/** The row as the API shows it; `url` is on the public media host, with no file extension. */
+export function toMedia (row: MediaRow, mediaPublicUrl: string): Media {
+  return {
+    id: row.id,
+    url: `${mediaPublicUrl}/v1/media/${row.id}`,
+    content_type: row.content_type,
+    size: Number(row.size),
+    sha256: row.sha256,
+    created_at: formatDateTime(row.created_at)
+  }
+}
+
+/** The strong ETag of the bytes (not of the JSON metadata, which has its own). */
+export function bytesEtag (row: MediaRow): string {
+  return `"sha256-${row.sha256}"`
+}
+
+/**
+ * The byte range to send for a `Range` header (RFC 9110 §14): null means the whole file.
+ * Only one range is served; several ranges, a malformed header or an `If-Range` that names
+ * another ETag get the whole file, which the RFC allows. A range wholly past the end is 416.
+ */
+export function pickRange (size: number, header: string | undefined, ifRange: string | undefined, etag: string): ByteRange | null {
+  if (header === undefined) return null
+  if (ifRange !== undefined && ifRange.trim() !== etag) return null
+  const ranges = parseRange(size, header, { combine: true })
+  if (ranges === -1) {
+    throw new AppError('RangeNotSatisfiable', `the file has ${size} bytes`, { headers: { 'content-range': `bytes */${size}` } })
+  }
+  if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return null
+  return ranges[0]
+}
+
+/** Does an `If-None-Match` header name this ETag (or `*`)? */
+export function etagMatches (header: string | undefined, etag: string): boolean {
+  return header !== undefined && header.split(',').some(s => ['*', etag].includes(s.trim().replace(/^W\//, '')))
+}

@@ -1,0 +1,88 @@
+import type { Readable } from 'node:stream'
+import accepts from '@fastify/accepts'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import multipart, { receiveFile } from '../../../plugins/multipart.js'
+import { AppError } from '../../../plugins/problems.js'
+import { NotModified, ref } from '../../../schemas/common.js'
+import { Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { bytesEtag, createMedia, etagMatches, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
+
+// The bytes go out as a stream, never through a serializer.
+const Bytes = Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'the file, as its own media type' })
+const JSON_TYPE = 'application/json'
+
+/**
+ * Media: uploads (any active user) and downloads. GET is public, like the posts and avatars
+ * that point to it; its answer depends on `Accept` (the bytes or the metadata).
+ */
+const media: FastifyPluginAsyncTypebox = async (fastify) => {
+  const storage = fastify.mediaStorage
+  await fastify.register(accepts)
+
+  fastify.get('/media/:mediaId', {
+    config: { etag: true }, // the JSON metadata's ETag; the bytes carry their own below
+    schema: {
+      tags: ['media'],
+      operationId: 'getMedia',
+      summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
+      params: MediaParams,
+      headers: MediaGetHeaders,
+      response: {
+        200: { description: 'the bytes, or the metadata', content: { [JSON_TYPE]: { schema: ref(Media) }, '*/*': { schema: Bytes } } },
+        206: { description: 'one byte range of the file (Content-Range)', content: { '*/*': { schema: Bytes } } },
+        304: NotModified,
+        ...errorResponses('NotAcceptable', 'MediaNotFound', 'RangeNotSatisfiable', 'ValidationFailed')
+      }
+    }
+  }, async (request, reply) => {
+    const row = await getMedia(fastify.db, request.params.mediaId)
+    // No Accept, */* or image/* (for an image) pick the bytes, the first offer.
+    const wanted = request.accepts().type([row.content_type, JSON_TYPE])
+    reply.header('vary', 'accept')
+    if (wanted === JSON_TYPE) return toMedia(row, fastify.config.mediaPublicUrl)
+    if (wanted === false) throw new AppError('NotAcceptable', `this media is available as ${row.content_type} or ${JSON_TYPE}`)
+    const etag = bytesEtag(row)
+    reply.header('etag', etag).header('accept-ranges', 'bytes')
+    if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
+    const range = pickRange(Number(row.size), request.headers.range, request.headers['if-range'], etag)
+    const stream = await storage.open(row.storage_key, range ?? undefined)
+    if (!stream) throw new AppError('MediaNotFound', `the file of media ${row.id} is gone`)
+    // Uploaded bytes are never run as a page, whatever their type.
+    reply.type(row.content_type).header('content-security-policy', "default-src 'none'; sandbox")
+    if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${row.size}`)
+    return reply.header('content-length', range ? range.end - range.start + 1 : Number(row.size)).send(stream)
+  })
+
+  await fastify.register(async (uploads) => {
+    uploads.addHook('onRequest', uploads.authenticate)
+    await uploads.register(multipart)
+
+    // Not `idempotent`: Idempotency-Key compares request bodies, and a streamed upload is
+    // never held in memory to be compared; a retried upload makes a second media.
+    uploads.post('/media', {
+      config: { contentTypes: ['multipart/form-data'] },
+      schema: {
+        tags: ['media'],
+        operationId: 'uploadMedia',
+        summary: 'Upload a file (multipart/form-data, one file field `file`)',
+        security: [{ bearerAuth: [] }],
+        consumes: ['multipart/form-data'],
+        // Documents the form; a streamed body is never parsed into `request.body`, so this checks nothing.
+        body: { content: { 'multipart/form-data': { schema: Type.Unsafe({ properties: { file: Bytes }, required: ['file'] }) } } },
+        response: {
+          201: ref(Media),
+          ...errorResponses('MalformedBody', 'NotAuthenticated', 'InvalidCredentials', 'UserIsBanned',
+            'PayloadTooLarge', 'UnsupportedMediaType', 'ValidationFailed')
+        }
+      }
+    }, async (request, reply) => {
+      const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file), stored => storage.remove(stored.storage_key))
+      const row = await createMedia(fastify.db, storage, request.user.id, upload)
+      return reply.code(201).header('location', `/v1/media/${row.id}`).send(toMedia(row, fastify.config.mediaPublicUrl))
+    })
+  })
+}
+
+export default media
