@@ -29,7 +29,8 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/
+// The auth scheme is case-insensitive (RFC 9110 §11.1); the token is a three-part compact JWS.
+const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
 
 /** Throws UserNotOwner unless the caller owns the resource (spec 5.4). */
 export function assertOwner (request: FastifyRequest, ownerId: string): void {

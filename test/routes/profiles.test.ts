@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { build, json } from '../helper.js'
 import { createUser } from '../fixtures.js'
@@ -16,7 +16,7 @@ const signUp = (app: FastifyInstance, body: Record<string, unknown>, headers: Re
   app.inject({ method: 'POST', url: '/v1/profiles', payload: body, headers })
 
 /** The rule names a 422 reports for one field. */
-function rulesFor (res: { body: string }, field: string): string[] {
+function rulesFor (res: LightMyRequestResponse, field: string): string[] {
   return (json(res).errors ?? []).filter((e: { field: string }) => e.field === field).map((e: { rule: string }) => e.rule)
 }
 

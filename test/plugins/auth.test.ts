@@ -1,0 +1,152 @@
+import { createHmac, createSign, generateKeyPairSync, randomUUID } from 'node:crypto'
+import Fastify from 'fastify'
+import t from 'tap'
+import auth, { assertOwner } from '../../plugins/auth.js'
+import config from '../../plugins/config.js'
+import db from '../../plugins/db.js'
+import problems from '../../plugins/problems.js'
+import { build, json, testConfig, TEST_SECRET } from '../helper.js'
+import { createCreator, createUser } from '../fixtures.js'
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+const now = () => Math.floor(Date.now() / 1000)
+
+/** A compact JWS with any header, payload and signature algorithm, to forge what attackers send. */
+function forge (header: Record<string, unknown>, payload: Record<string, unknown>, sign: (input: string) => string): string {
+  const input = `${b64(header)}.${b64(payload)}`
+  return `${input}.${sign(input)}`
+}
+const hmac = (hash: string, key: string) => (input: string) => createHmac(hash, key).update(input).digest('base64url')
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+const rs256 = (input: string) => createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')
+
+t.test('the bearer token check on an authenticated route', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs })
+  const user = await createUser(app)
+  const claims = { id: user.id, iat: now(), exp: now() + 600 }
+  const me = (authorization?: string) =>
+    app.inject({ method: 'GET', url: '/v1/profiles/me', headers: authorization === undefined ? {} : { authorization } })
+
+  t.test('a valid HS256 token passes; the scheme name is case-insensitive', async (t) => {
+    t.equal((await me(`Bearer ${user.token}`)).statusCode, 200)
+    t.equal((await me(`bearer ${user.token}`)).statusCode, 200)
+    t.equal((await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))}`)).statusCode, 200, 'a hand-made HS256 token verifies')
+  })
+
+  t.test('no Authorization header is 401 NotAuthenticated with WWW-Authenticate', async (t) => {
+    const res = await me()
+    t.equal(res.statusCode, 401)
+    t.equal(json(res).code, 'NotAuthenticated')
+    t.equal(res.headers['www-authenticate'], 'Bearer')
+    t.equal((await me('')).statusCode, 401)
+  })
+
+  const refused: Array<[string, string]> = [
+    ['alg none, no signature', `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`],
+    ['alg none, some signature', forge({ alg: 'none', typ: 'JWT' }, claims, () => 'c2ln')],
+    ['HS384 with the right secret', forge({ alg: 'HS384', typ: 'JWT' }, claims, hmac('sha384', TEST_SECRET))],
+    ['HS512 with the right secret', forge({ alg: 'HS512', typ: 'JWT' }, claims, hmac('sha512', TEST_SECRET))],
+    ['RS256 signed with a private key', forge({ alg: 'RS256', typ: 'JWT' }, claims, rs256)],
+    ['key confusion: RS256 header, HMAC-SHA256 with the secret', forge({ alg: 'RS256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))],
+    ['key confusion: ES256 header, HMAC-SHA256 with the secret', forge({ alg: 'ES256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))],
+    ['wrong signature (another secret)', forge({ alg: 'HS256', typ: 'JWT' }, claims, hmac('sha256', 'another-secret-that-is-also-32-bytes-long'))],
+    ['expired', forge({ alg: 'HS256', typ: 'JWT' }, { id: user.id, iat: now() - 7200, exp: now() - 3600 }, hmac('sha256', TEST_SECRET))],
+    ['nbf in the future', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, nbf: now() + 3600 }, hmac('sha256', TEST_SECRET))],
+    ['tampered payload', `${user.token.split('.')[0]}.${b64({ ...claims, id: randomUUID() })}.${user.token.split('.')[2]}`],
+    ['no id claim', forge({ alg: 'HS256', typ: 'JWT' }, { iat: now(), exp: now() + 600 }, hmac('sha256', TEST_SECRET))],
+    ['a numeric id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: 42 }, hmac('sha256', TEST_SECRET))],
+    ['not a JWT', 'abc'],
+    ['two parts', 'abc.def'],
+    ['garbage in three parts', 'a.b.c']
+  ]
+  for (const [name, token] of refused) {
+    t.test(`${name}: 401 InvalidCredentials`, async (t) => {
+      const res = await me(`Bearer ${token}`)
+      t.equal(res.statusCode, 401)
+      t.equal(json(res).code, 'InvalidCredentials')
+      t.match(res.headers['www-authenticate'], /^Bearer error="invalid_token"/)
+    })
+  }
+
+  t.test('malformed Authorization headers: 401 InvalidCredentials', async (t) => {
+    for (const header of [user.token, `Basic ${Buffer.from('a:b').toString('base64')}`, 'Bearer', 'Bearer ', `Token ${user.token}`, `Bearer ${user.token} extra`, `Bearer\t${user.token}`]) {
+      const res = await me(header)
+      t.equal(res.statusCode, 401, JSON.stringify(header.slice(0, 20)))
+      t.equal(json(res).code, 'InvalidCredentials')
+    }
+  })
+
+  t.test('a token of a deleted user is 401 InvalidCredentials', async (t) => {
+    const gone = await createUser(app)
+    await app.db.deleteFrom('user').where('id', '=', gone.id).execute()
+    const res = await me(`Bearer ${gone.token}`)
+    t.equal(res.statusCode, 401)
+    t.equal(json(res).code, 'InvalidCredentials')
+  })
+
+  t.test('a banned user is 403 UserIsBanned on every authenticated route of profiles', async (t) => {
+    const banned = await createUser(app, { active: false })
+    const routes = [
+      { method: 'GET' as const, url: '/v1/profiles/me' },
+      { method: 'PUT' as const, url: '/v1/profiles/me', payload: { first_name: 'X' } }
+    ]
+    for (const route of routes) {
+      const res = await app.inject({ ...route, headers: banned.headers })
+      t.equal(res.statusCode, 403, `${route.method} ${route.url}`)
+      t.equal(json(res).code, 'UserIsBanned')
+    }
+  })
+
+  t.test('a ban takes effect on tokens issued before it', async (t) => {
+    const later = await createUser(app)
+    t.equal((await me(later.headers.authorization)).statusCode, 200)
+    await app.db.updateTable('user').set({ is_active: false }).where('id', '=', later.id).execute()
+    t.equal((await me(later.headers.authorization)).statusCode, 403)
+  })
+
+  t.test('no token, secret or Authorization header in the logs or answers', async (t) => {
+    const text = logs.join('\n')
+    t.notOk(text.includes(TEST_SECRET))
+    t.notOk(text.includes(user.token))
+    t.notOk(text.includes(user.token.split('.')[2]), 'not even the signature')
+    t.notOk(/eyJ[A-Za-z0-9_-]+\.eyJ/.test(text), 'no JWT at all')
+  })
+})
+
+t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
+  const cfg = testConfig()
+  const server = Fastify()
+  t.teardown(() => server.close())
+  await server.register(config, { config: cfg })
+  await server.register(problems)
+  await server.register(db, { url: 'sqlite::memory:' })
+  await server.register(auth)
+  await server.register(async (group) => {
+    group.addHook('onRequest', group.authenticate)
+    group.get('/creator-only', { preHandler: group.requireCreator }, async () => ({ ok: true }))
+    group.get<{ Params: { ownerId: string } }>('/owned/:ownerId', async (request) => {
+      assertOwner(request, request.params.ownerId)
+      return { ok: true }
+    })
+  })
+  await server.ready()
+  const creator = await createCreator(server)
+  const user = await createUser(server)
+
+  t.equal((await server.inject({ method: 'GET', url: '/creator-only', headers: creator.headers })).statusCode, 200)
+  const notCreator = await server.inject({ method: 'GET', url: '/creator-only', headers: user.headers })
+  t.equal(notCreator.statusCode, 403)
+  t.equal(json(notCreator).code, 'UserNotCreator')
+  t.equal((await server.inject({ method: 'GET', url: '/creator-only' })).statusCode, 401)
+
+  t.equal((await server.inject({ method: 'GET', url: `/owned/${user.id}`, headers: user.headers })).statusCode, 200)
+  const other = await server.inject({ method: 'GET', url: `/owned/${creator.id}`, headers: user.headers })
+  t.equal(other.statusCode, 403)
+  t.equal(json(other).code, 'UserNotOwner')
+
+  const issued = server.issueToken(user.id)
+  t.equal(issued.token_type, 'Bearer')
+  t.equal(issued.expires_in, cfg.ACCESS_TOKEN_TTL)
+  t.equal((await server.inject({ method: 'GET', url: `/owned/${user.id}`, headers: { authorization: `Bearer ${issued.access_token}` } })).statusCode, 200)
+})
