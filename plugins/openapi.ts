@@ -29,7 +29,8 @@ export default fp(async (fastify) => {
         title: 'Roja API',
         version: PACKAGE_VERSION,
         description: 'Resource-oriented JSON API of the Roja creator platform.',
-        license: { name: 'MIT', identifier: 'MIT' }
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'Roja maintainers', url: 'https://roja.dev' }
       },
       servers: [{ url: '/' }],
       components: {
@@ -86,6 +87,10 @@ export function splitByVersion (full: Doc, version: ApiVersion): Doc {
     }
   }
   visit(doc.paths)
+  // Every tag the operations use, declared once at the top (tools group operations by them).
+  const tags = new Set<string>()
+  for (const item of Object.values<Doc>(doc.paths)) for (const op of Object.values<Doc>(item)) for (const tag of op.tags ?? []) tags.add(tag)
+  doc.tags = [...tags].sort().map(name => ({ name }))
   doc.components.schemas = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)))
   return doc
 }
