@@ -49,8 +49,9 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
     const range = pickRange(Number(row.size), request.headers.range, request.headers['if-range'], etag)
     const stream = await storage.open(row.storage_key, range ?? undefined)
     if (!stream) throw new AppError('MediaNotFound', `the file of media ${row.id} is gone`)
-    // Uploaded bytes are never run as a page, whatever their type.
+    // Uploaded bytes are never run as a page, whatever their type; other sites may embed them (avatars, post media).
     reply.type(row.content_type).header('content-security-policy', "default-src 'none'; sandbox")
+      .header('cross-origin-resource-policy', 'cross-origin')
     if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${row.size}`)
     return reply.header('content-length', range ? range.end - range.start + 1 : Number(row.size)).send(stream)
   })
