@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build, json } from '../helper.js'
+import { createCreator, createUser, type TestUser } from '../fixtures.js'
+import { nowIso } from '../../src/db/time.js'
+
+async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE') {
+  const id = randomUUID()
+  const now = nowIso()
+  await app.db.insertInto('post').values({
+    id, creator_id: creator.id, type, slug: `s-${id}`, title: 'T', body: '', tags: '[]', media_url: null,
+    published_at: now, created_at: now, updated_at: now, sort_at: now
+  }).execute()
+  return id
+}
+
+async function openClass (app: FastifyInstance, owner: TestUser, body: object = { name: 'Class' }) {
+  const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: body })
+  if (res.statusCode !== 201) throw new Error(`class not created: ${res.body}`)
+  return json(res)
+}
+
+async function addStudent (app: FastifyInstance, owner: TestUser, classId: string, body: object) {
+  const res = await app.inject({ method: 'POST', url: `/v1/classes/${classId}/students`, headers: owner.headers, payload: body })
+  if (res.statusCode !== 201) throw new Error(`student not created: ${res.body}`)
+  return json(res)
+}
+
+t.test('POST /v1/classes: a creator opens a class, optionally for one of their courses', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app, { firstName: 'Ada', lastName: 'L' })
+  const other = await createCreator(app)
+  const course = await insertPost(app, owner, 'COURSE')
+  const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'Evening', course_id: course, starts_date: '2026-12-01' } })
+  t.equal(res.statusCode, 201)
+  const cls = json(res)
+  t.equal(res.headers.location, `/v1/classes/${cls.id}`)
+  t.match(cls, { name: 'Evening', course_id: course, starts_date: '2026-12-01', owner: { id: owner.id, first_name: 'Ada', last_name: 'L', username: owner.username } })
+  t.notOk('email' in cls.owner)
+  const bare = await openClass(app, owner, { name: 'Bare' })
+  t.equal(bare.course_id, null)
+  t.equal(bare.starts_date, null)
+
+  const article = await insertPost(app, owner, 'ARTICLE')
+  const notCourse = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', course_id: article } })
+  t.equal(notCourse.statusCode, 422)
+  t.equal(json(notCourse).errors[0].field, '/course_id')
+  const missing = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', course_id: randomUUID() } })
+  t.equal(missing.statusCode, 422)
+  const othersCourse = await app.inject({ method: 'POST', url: '/v1/classes', headers: other.headers, payload: { name: 'x', course_id: course } })
+  t.equal(othersCourse.statusCode, 403)
+  t.equal(json(othersCourse).code, 'UserNotOwner')
+  for (const payload of [{}, { name: '' }, { name: 'x', starts_date: '2026-13-01' }, { name: 'x', starts_date: '2026-12-01T00:00:00Z' }, { name: 'x', course_id: 'nope' }, { name: 'x', extra: 1 }]) {
+    t.equal((await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
+  }
+})
+
+t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned users', async (t) => {
+  const app = await build(t)
+  const user = await createUser(app)
+  const banned = await createCreator(app, { active: false })
+  t.equal((await app.inject({ method: 'POST', url: '/v1/classes', payload: { name: 'x' } })).statusCode, 401)
+  t.equal(json(await app.inject({ method: 'POST', url: '/v1/classes', headers: user.headers, payload: { name: 'x' } })).code, 'UserNotCreator')
+  t.equal(json(await app.inject({ method: 'POST', url: '/v1/classes', headers: banned.headers, payload: { name: 'x' } })).code, 'UserIsBanned')
+})
+
+t.test('POST /v1/classes honours Idempotency-Key', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const headers = { ...owner.headers, 'idempotency-key': 'class-1' }
+  const first = await app.inject({ method: 'POST', url: '/v1/classes', headers, payload: { name: 'Once' } })
+  const again = await app.inject({ method: 'POST', url: '/v1/classes', headers, payload: { name: 'Once' } })
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.same(json(again), json(first))
+  t.equal(json(await app.inject({ method: 'GET', url: '/v1/classes', headers: owner.headers })).total, 1)
+})
+
+t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, sort, ETag, 404', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const reader = await createUser(app)
+  const banned = await createUser(app, { active: false })
+  const course = await insertPost(app, owner, 'COURSE')
+  await openClass(app, owner, { name: 'b', course_id: course, starts_date: '2026-02-01' })
+  await openClass(app, owner, { name: 'a', starts_date: '2026-01-01' })
+  const c = await openClass(app, other, { name: 'c' })
+  t.equal((await app.inject({ method: 'GET', url: '/v1/classes' })).statusCode, 401)
+  t.equal(json(await app.inject({ method: 'GET', url: '/v1/classes', headers: banned.headers })).code, 'UserIsBanned')
+  const names = async (q: string) => json(await app.inject({ method: 'GET', url: `/v1/classes?${q}`, headers: reader.headers })).classes.map((x: any) => x.name)
+  t.same(await names('sort=name'), ['a', 'b', 'c'])
+  t.same(await names('sort=starts_date'), ['a', 'b', 'c'], 'a class without a date sorts last')
+  t.same(await names(`owner_id=${owner.id}&sort=-name`), ['b', 'a'])
+  t.same(await names(`course_id=${course}`), ['b'])
+  const paged = await app.inject({ method: 'GET', url: '/v1/classes?sort=name&limit=1&offset=1', headers: reader.headers })
+  t.equal(json(paged).total, 3)
+  t.match(paged.headers.link, /limit=1&offset=2>; rel="next"/)
+  for (const q of ['sort=owner', 'limit=101', 'page=1', 'course_id=x']) {
+    t.equal((await app.inject({ method: 'GET', url: `/v1/classes?${q}`, headers: reader.headers })).statusCode, 422, q)
+  }
+  const one = await app.inject({ method: 'GET', url: `/v1/classes/${c.id}`, headers: reader.headers })
+  t.equal(one.statusCode, 200)
+  t.same(json(one), c)
+  t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${c.id}`, headers: { ...reader.headers, 'if-none-match': one.headers.etag as string } })).statusCode, 304)
+  t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${c.id}` })).statusCode, 401)
+  t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}`, headers: reader.headers })).code, 'ClassNotFound')
+})
+
+t.test('POST /v1/classes/{classId}/students: class owner only; validation', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const banned = await createCreator(app, { active: false })
+  const cls = await openClass(app, owner)
+  const url = `/v1/classes/${cls.id}/students`
+  const body = { first_name: 'Grace', sex: 'F' }
+  t.equal((await app.inject({ method: 'POST', url, payload: body })).statusCode, 401)
+  t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: body })).code, 'UserNotOwner')
+  t.equal(json(await app.inject({ method: 'POST', url, headers: banned.headers, payload: body })).code, 'UserIsBanned')
+  t.equal(json(await app.inject({ method: 'POST', url: `/v1/classes/${randomUUID()}/students`, headers: owner.headers, payload: body })).code, 'ClassNotFound')
+  const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload: body })
+  t.equal(res.statusCode, 201)
+  const student = json(res)
+  t.equal(res.headers.location, `${url}/${student.id}`)
+  t.match(student, { class_id: cls.id, first_name: 'Grace', last_name: null, sex: 'F', email: null })
+  const full = await addStudent(app, owner, cls.id, { first_name: 'x'.repeat(128), last_name: 'Hopper', sex: 'X', email: 'g@example.com' })
+  t.equal(full.email, 'g@example.com')
+  for (const bad of [{ first_name: '' }, { first_name: 'x'.repeat(129) }, { sex: 'f' }, { sex: 'Q' }, { sex: undefined }, { first_name: undefined },
+    { email: 'not-an-email' }, { class_id: cls.id }]) {
+    const r = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { ...body, ...bad } })
+    t.equal(r.statusCode, 422, JSON.stringify(bad))
+  }
+  const badSex = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { ...body, sex: 'Q' } })
+  t.same(json(badSex).errors.map((e: any) => e.field), ['/sex'], 'one clear error for a bad sex')
+})
+
+t.test('POST /v1/classes/{classId}/students honours Idempotency-Key', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const cls = await openClass(app, owner)
+  const url = `/v1/classes/${cls.id}/students`
+  const headers = { ...owner.headers, 'idempotency-key': 'st-1' }
+  const first = await app.inject({ method: 'POST', url, headers, payload: { first_name: 'A', sex: 'M' } })
+  const again = await app.inject({ method: 'POST', url, headers, payload: { first_name: 'A', sex: 'M' } })
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.same(json(again), json(first))
+  t.equal(json(await app.inject({ method: 'GET', url, headers: owner.headers })).total, 1)
+})
+
+t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging forms, Link in the form used', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const cls = await openClass(app, owner)
+  const otherClass = await openClass(app, owner, { name: 'other' })
+  await addStudent(app, owner, otherClass.id, { first_name: 'elsewhere', sex: 'F' })
+  for (const [first, sex] of [['a', 'F'], ['b', 'M'], ['c', 'F'], ['d', 'X'], ['e', 'F']]) await addStudent(app, owner, cls.id, { first_name: first, sex })
+  const url = `/v1/classes/${cls.id}/students`
+  const get = (q: string, user = owner) => app.inject({ method: 'GET', url: `${url}?${q}`, headers: user.headers })
+  t.equal((await app.inject({ method: 'GET', url })).statusCode, 401)
+  t.equal(json(await get('')).total, 5)
+  t.equal(json(await get('', other)).code, 'UserNotOwner')
+  t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}/students`, headers: owner.headers })).code, 'ClassNotFound')
+  const names = async (q: string) => json(await get(q)).students.map((s: any) => s.first_name)
+  t.same(await names(''), ['a', 'b', 'c', 'd', 'e'], 'default order: as added')
+  t.same(await names('sex=F'), ['a', 'c', 'e'])
+  t.equal(json(await get('sex=F')).total, 3)
+  t.same(await names('sex=M'), ['b'])
+  t.same(await names('sort=-first_name&limit=2'), ['e', 'd'])
+
+  const offsetForm = await get('sort=first_name&limit=2&offset=2')
+  t.same(json(offsetForm).students.map((s: any) => s.first_name), ['c', 'd'])
+  t.equal(json(offsetForm).total, 5)
+  t.match(offsetForm.headers.link, /limit=2&offset=4>; rel="next"/)
+  t.match(offsetForm.headers.link, /limit=2&offset=0>; rel="prev"/)
+  t.notMatch(offsetForm.headers.link, /page=/)
+
+  const pageForm = await get('sort=first_name&page=2&count=2')
+  t.equal(pageForm.statusCode, 200)
+  t.same(json(pageForm).students.map((s: any) => s.first_name), ['c', 'd'])
+  t.equal(json(pageForm).total, 5)
+  t.match(pageForm.headers.link, /page=3&count=2>; rel="next"/)
+  t.match(pageForm.headers.link, /page=1&count=2>; rel="prev"/)
+  t.notMatch(pageForm.headers.link, /limit=|offset=/)
+  t.same(await names('page=1'), ['a', 'b', 'c', 'd', 'e'], 'page alone: count defaults to 10')
+  t.same(await names('count=2'), ['a', 'b'], 'count alone: page 1')
+  t.same(await names('sex=F&page=2&count=2'), ['e'])
+  t.same(await names('page=9&count=2'), [])
+  t.match((await get('page=9&count=2')).headers.link, /page=3&count=2>; rel="prev"/, 'prev from beyond the end is the last page')
+  t.same(await names('count=100'), ['a', 'b', 'c', 'd', 'e'])
+
+  for (const q of ['page=1&limit=2', 'count=2&offset=1', 'page=2&count=2&limit=2&offset=0']) {
+    const res = await get(q)
+    t.equal(res.statusCode, 422, q)
+    t.equal(json(res).code, 'ValidationFailed')
+    t.equal(json(res).errors[0].rule, 'pagingForm')
+    t.equal(json(res).errors[0].in, 'query')
+  }
+  for (const q of ['page=0', 'count=0', 'count=101', 'limit=0', 'limit=101', 'offset=-1', 'page=x', 'sex=f', 'sex=Q', 'sort=sex', 'age=3']) {
+    t.equal((await get(q)).statusCode, 422, q)
+  }
+})
+
+t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other class 404', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const cls = await openClass(app, owner)
+  const otherClass = await openClass(app, owner, { name: 'other' })
+  const student = await addStudent(app, owner, cls.id, { first_name: 'A', sex: 'X' })
+  const url = `/v1/classes/${cls.id}/students/${student.id}`
+  t.equal((await app.inject({ method: 'GET', url })).statusCode, 401)
+  t.equal(json(await app.inject({ method: 'GET', url, headers: other.headers })).code, 'UserNotOwner')
+  const res = await app.inject({ method: 'GET', url, headers: owner.headers })
+  t.equal(res.statusCode, 200)
+  t.same(json(res), student)
+  t.equal((await app.inject({ method: 'GET', url, headers: { ...owner.headers, 'if-none-match': res.headers.etag as string } })).statusCode, 304)
+  const wrong = await app.inject({ method: 'GET', url: `/v1/classes/${otherClass.id}/students/${student.id}`, headers: owner.headers })
+  t.equal(wrong.statusCode, 404)
+  t.equal(json(wrong).code, 'StudentNotFound')
+  t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}/students/${student.id}`, headers: owner.headers })).code, 'ClassNotFound')
+  t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students/nope`, headers: owner.headers })).statusCode, 422)
+})
