@@ -89,7 +89,13 @@ export function splitByVersion (full: Doc, version: ApiVersion): Doc {
   visit(doc.paths)
   // Every tag the operations use, declared once at the top (tools group operations by them).
   const tags = new Set<string>()
-  for (const item of Object.values<Doc>(doc.paths)) for (const op of Object.values<Doc>(item)) for (const tag of op.tags ?? []) tags.add(tag)
+  for (const item of Object.values<Doc>(doc.paths)) {
+    for (const op of Object.values<Doc>(item)) {
+      for (const tag of op.tags ?? []) tags.add(tag)
+      // A query parameter with a default (limit, offset) may be left out: not required for clients.
+      for (const p of op.parameters ?? []) if (p.in === 'query' && p.schema?.default !== undefined) p.required = false
+    }
+  }
   doc.tags = [...tags].sort().map(name => ({ name }))
   doc.components.schemas = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)))
   return doc
