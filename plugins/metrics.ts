@@ -22,6 +22,8 @@ export default fp(async (fastify) => {
       url: '/metrics',
       method: 'GET',
       logLevel: 'warn',
+      // Scrapes must work when the server is overloaded, which is when they matter most.
+      config: { pressure: false, rateLimit: false },
       schema: { hide: true },
       handler: async () => {}
     },
