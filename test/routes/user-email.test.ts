@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { createComment } from '../../src/domain/comments.js'
+import { createReview } from '../../src/domain/reviews.js'
 import { createCreator, createUser } from '../fixtures.js'
-import { build, json } from '../helper.js'
+import { json } from '../helper.js'
 import { insertPost } from '../mail.js'
-
-const setup = (t: Parameters<typeof build>[0]) => build(t, { outbox: { loop: false }, env: { MAX_EVENT_LOOP_DELAY_MS: '600000' } })
+import { setup } from '../post-fixtures.js'
 
 t.test('POST /v1/users/{userId}/email answers 202 and queues your account summary', async (t) => {
   const app = await setup(t)
@@ -13,8 +14,8 @@ t.test('POST /v1/users/{userId}/email answers 202 and queues your account summar
   const reader = await createUser(app)
   const postId = await insertPost(app, me.id, 'One')
   await insertPost(app, me.id, 'Two')
-  await app.inject({ method: 'POST', url: `/v1/posts/${postId}/reviews`, headers: reader.headers, payload: { rating: 4 } })
-  await app.inject({ method: 'POST', url: `/v1/posts/${postId}/comments`, headers: me.headers, payload: { text: 'thanks' } })
+  await createReview(app.db, postId, reader.id, { rating: 4 })
+  await createComment(app.db, postId, me.id, { text: 'thanks' })
   const before = await app.db.selectFrom('outbox_message').select('id').execute()
 
   const res = await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers })
