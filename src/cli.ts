@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../plugins/config.js'
 import { AppError } from '../plugins/problems.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
+import { parseSeedArgs, seed } from './db/seed.js'
 import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
@@ -12,6 +13,8 @@ import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from
 export interface Command {
   usage: string
   args: string[]
+  /** for a command with options: checks its arguments instead of counting them */
+  accepts?: (args: string[]) => boolean
   run: (db: Db, args: string[]) => Promise<string>
 }
 
@@ -26,7 +29,16 @@ export const commands: Record<string, Command> = {
   'creator grant': { usage: 'creator grant <username>', args: ['username'], run: flagCommand(grantCreator, 'is now a creator', 'is already a creator') },
   'creator revoke': { usage: 'creator revoke <username>', args: ['username'], run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator') },
   'user ban': { usage: 'user ban <username>', args: ['username'], run: flagCommand(banUser, 'is now banned', 'is already banned') },
-  'user unban': { usage: 'user unban <username>', args: ['username'], run: flagCommand(unbanUser, 'is no longer banned', 'is not banned') }
+  'user unban': { usage: 'user unban <username>', args: ['username'], run: flagCommand(unbanUser, 'is no longer banned', 'is not banned') },
+  seed: {
+    usage: 'seed --posts <n> [--users <m>]',
+    args: [],
+    accepts: args => parseSeedArgs(args) !== undefined,
+    run: async (db, args) => {
+      const done = await seed(db, parseSeedArgs(args)!)
+      return `seeded ${done.users} users (${done.creators} creators) and ${done.posts} posts with ${done.tags} tags; password: ${done.password}`
+    }
+  }
 }
 
 function usage (): string {
@@ -34,10 +46,11 @@ function usage (): string {
 }
 
 export async function main (argv: string[]): Promise<number> {
-  const name = argv.slice(0, 2).join(' ')
-  const command = commands[name]
-  const args = argv.slice(2)
-  if (!command || args.length !== command.args.length || args.some(a => a.trim() === '')) {
+  const words = Object.hasOwn(commands, argv[0] ?? '') ? 1 : 2 // one-word commands (seed) take options
+  const command = commands[argv.slice(0, words).join(' ')]
+  const args = argv.slice(words)
+  const accepted = command?.accepts ? command.accepts(args) : args.length === command?.args.length
+  if (!command || !accepted || args.some(a => a.trim() === '')) {
     console.error(command ? `usage: npm run cli -- ${command.usage}` : usage())
     return 2
   }

@@ -54,6 +54,12 @@ export interface PostTagTable {
   tag: string
 }
 
+/** per post type, the posts with a published_at (published or scheduled); kept by triggers */
+export interface PostCounterTable {
+  type: string
+  published: ColumnType<number, number, number>
+}
+
 export interface ReviewTable {
   id: string
   post_id: string
@@ -184,6 +190,7 @@ export interface Database {
   profile: ProfileTable
   post: PostTable
   post_tag: PostTagTable
+  post_counter: PostCounterTable
   review: ReviewTable
   comment: CommentTable
   alert: AlertTable

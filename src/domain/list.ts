@@ -52,12 +52,16 @@ export function applyPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder
 /**
  * Runs one list: the page (sorted, limited) and the `total` of every row the query's filters
  * match. Give it the filtered select without order or paging; no GROUP BY (the count would count groups).
+ * `total`: a cheaper exact way to the same number (a maintained counter), used instead of count(*).
  */
-export async function fetchPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page): Promise<{ rows: O[], total: number }> {
-  const counted = (query.clearSelect() as unknown as SelectQueryBuilder<DB, TB, object>)
-    .select(sql<number | string>`count(*)`.as('total'))
-  const [rows, count] = await Promise.all([applyPage(query, sort, page).execute(), counted.executeTakeFirst()])
-  return { rows, total: Number((count as { total?: number | string } | undefined)?.total ?? 0) }
+export async function fetchPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page, total?: () => Promise<number>): Promise<{ rows: O[], total: number }> {
+  const counted = async () => {
+    const count = await (query.clearSelect() as unknown as SelectQueryBuilder<DB, TB, object>)
+      .select(sql<number | string>`count(*)`.as('total')).executeTakeFirst()
+    return Number((count as { total?: number | string } | undefined)?.total ?? 0)
+  }
+  const [rows, counts] = await Promise.all([applyPage(query, sort, page).execute(), (total ?? counted)()])
+  return { rows, total: counts }
 }
 
 /**

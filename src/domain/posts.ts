@@ -5,6 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, formatNullableDateTime, nowIso, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
+import { countPublishedPosts } from './post-counter.js'
 import { enqueueEmail, type Executor } from './outbox.js'
 import { getCreator } from './users.js'
 
@@ -78,8 +79,15 @@ export interface PostScope {
 export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
   const q = filterPosts(selectPosts(db), query, scope)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
-  const { rows, total } = await fetchPage(q, sort, query)
+  const { rows, total } = await fetchPage(q, sort, query, counterTotal(db, query, scope))
   return { posts: rows.map(toPost), total }
+}
+
+/** The public lists filtered by type at most take their total from post_counter, not count(*) over every post. */
+function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope): (() => Promise<number>) | undefined {
+  const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
+  if (scope.unpublished || creatorId !== undefined || query.tags !== undefined) return undefined
+  return () => countPublishedPosts(db, query.type)
 }
 
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>
@@ -113,16 +121,18 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const q = filterPosts(selectPosts(db), query, {})
   let page = q.select('post.sort_at')
   if (after) page = page.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(after.sort_at, after.id)))
-  const [rows, count] = await Promise.all([
+  const counted = counterTotal(db, query, {}) ??
+    (async () => Number((await q.clearSelect().select(sql<number | string>`count(*)`.as('total')).executeTakeFirstOrThrow()).total))
+  const [rows, total] = await Promise.all([
     page.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(query.limit + 1).execute(),
-    q.clearSelect().select(sql<number | string>`count(*)`.as('total')).executeTakeFirstOrThrow()
+    counted()
   ])
   const more = rows.length > query.limit
   const shown = rows.slice(0, query.limit)
   const last = shown.at(-1)
   return {
     posts: shown.map(toPost),
-    total: Number(count.total),
+    total,
     next: more && last ? { sort_at: toDate(last.sort_at).toISOString(), id: last.id } : undefined
   }
 }

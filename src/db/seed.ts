@@ -1,0 +1,156 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import cliProgress from 'cli-progress'
+import type { Db } from './dialect.js'
+import type { Database } from './schema.js'
+import type { Insertable } from 'kysely'
+import { hashPassword } from '../domain/passwords.js'
+
+/**
+ * Realistic data, quickly (`npm run cli -- seed --posts N [--users M]`): users with profiles, a
+ * fifth of them creators, and posts spread over two years (mostly published, some drafts, a few
+ * scheduled), with tags in post_tag and sort_at kept as the domain keeps it. Rows go in as
+ * multi-row INSERTs, many per transaction. post_counter follows through its triggers.
+ */
+export interface SeedOptions {
+  posts: number
+  /** default: one user per 50 posts, at least 10 */
+  users?: number
+  /** no progress bar (tests) */
+  quiet?: boolean
+}
+
+export interface SeedResult {
+  users: number
+  creators: number
+  posts: number
+  tags: number
+  /** every seeded user's password */
+  password: string
+  /** a few seeded creators' usernames, for tools that need to sign in (the benchmark) */
+  creatorUsernames: string[]
+}
+
+export const SEED_PASSWORD = 'seeded password, not a secret'
+
+// 1000 posts × 12 columns = 12 000 parameters: under SQLite's 32 766 and PostgreSQL's 65 535.
+const POST_BATCH = 1000
+const USER_BATCH = 1000 // profile: 9 columns
+const BATCHES_PER_TRANSACTION = 20
+const DAY = 86_400_000
+
+const WORDS = ('river stone light garden winter signal paper orbit copper velvet harbour lantern meadow thunder ' +
+  'silver canyon ember willow pixel atlas cedar quartz falcon delta maple nova prism saffron tide violet ' +
+  'guide notes lessons primer workshop recipes journal sketches field study basics deep dive').split(' ')
+const TAGS = ('rust typescript cooking music guitar photography travel design fitness yoga writing poetry ' +
+  'history science math chess gardening finance startups ai databases linux security art film baking ' +
+  'running cycling knitting woodworking').split(' ')
+const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Radia Frances Edsger Donald Hedy Katherine John'.split(' ')
+const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Perlman Allen Dijkstra Knuth Lamarr Johnson'.split(' ')
+
+/** A small fast PRNG, so a seed run is quick; the data need look varied, not be secret. */
+function rng (seed: number) {
+  let s = seed >>> 0
+  return () => {
+    s = (s + 0x6D2B79F5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
+  const random = rng(randomBytes(4).readUInt32BE())
+  const pick = <T>(list: T[]): T => list[Math.floor(random() * list.length)]
+  const run = randomBytes(3).toString('hex') // usernames of one run never clash with another's
+  const userCount = opts.users ?? Math.max(10, Math.ceil(opts.posts / 50))
+  const now = Date.now()
+  const passwordHash = await hashPassword(SEED_PASSWORD)
+
+  const bar = opts.quiet
+    ? undefined
+    : new cliProgress.SingleBar({ format: ' {task} [{bar}] {percentage}% | {value}/{total} | {eta_formatted} left', etaBuffer: 50 }, cliProgress.Presets.shades_classic)
+
+  // Users and their profiles; every fifth is a creator (and at least one).
+  const creatorIds: string[] = []
+  const creatorUsernames: string[] = []
+  bar?.start(userCount, 0, { task: 'users' })
+  for (let start = 0; start < userCount; start += USER_BATCH) {
+    const users: Array<Insertable<Database['user']>> = []
+    const profiles: Array<Insertable<Database['profile']>> = []
+    for (let i = start; i < Math.min(userCount, start + USER_BATCH); i++) {
+      const id = randomUUID()
+      const username = `seed-${run}-${i}`
+      const creator = i % 5 === 0
+      const joined = new Date(now - (730 + random() * 365) * DAY).toISOString()
+      if (creator) { creatorIds.push(id); if (creatorUsernames.length < 10) creatorUsernames.push(username) }
+      users.push({ id, username, email: `${username}@example.com`, password_hash: passwordHash, is_active: true, is_creator: creator, created_at: joined, updated_at: joined })
+      profiles.push({
+        id, first_name: pick(FIRST), last_name: random() < 0.9 ? pick(LAST) : null, age: random() < 0.6 ? 18 + Math.floor(random() * 60) : null,
+        favorite_band: null, website: null, avatar_url: null, created_at: joined, updated_at: joined
+      })
+    }
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('user').values(users).execute()
+      await trx.insertInto('profile').values(profiles).execute()
+    })
+    bar?.update(Math.min(userCount, start + USER_BATCH))
+  }
+  bar?.stop()
+
+  let tagRows = 0
+  bar?.start(opts.posts, 0, { task: 'posts' })
+  for (let start = 0; start < opts.posts; start += POST_BATCH * BATCHES_PER_TRANSACTION) {
+    await db.transaction().execute(async (trx) => {
+      const end = Math.min(opts.posts, start + POST_BATCH * BATCHES_PER_TRANSACTION)
+      for (let from = start; from < end; from += POST_BATCH) {
+        const posts: Array<Insertable<Database['post']>> = []
+        const tags: Array<Insertable<Database['post_tag']>> = []
+        for (let i = from; i < Math.min(end, from + POST_BATCH); i++) {
+          const id = randomUUID()
+          const created = now - random() * 730 * DAY
+          const roll = random()
+          // 93 % published (soon after writing), 6.5 % drafts, 0.5 % scheduled within the next month
+          const published = roll < 0.93 ? Math.min(now, created + random() * 3 * DAY) : roll < 0.995 ? null : now + random() * 30 * DAY
+          const updated = random() < 0.2 ? Math.min(now, created + random() * 60 * DAY) : created
+          const postTags = [...new Set(Array.from({ length: Math.floor(random() * 4) }, () => pick(TAGS)))]
+          const title = `${cap(pick(WORDS))} ${pick(WORDS)} ${pick(WORDS)} ${i}`
+          const iso = (ms: number) => new Date(ms).toISOString()
+          posts.push({
+            id, creator_id: pick(creatorIds), type: random() < 0.7 ? 'ARTICLE' : 'COURSE',
+            slug: `${title.toLowerCase().replace(/ /g, '-')}-${run}`, title,
+            body: Array.from({ length: 8 + Math.floor(random() * 30) }, () => pick(WORDS)).join(' ') + '.',
+            tags: JSON.stringify(postTags), media_url: null,
+            published_at: published === null ? null : iso(published),
+            created_at: iso(created), updated_at: iso(updated),
+            sort_at: iso(Math.max(created, updated, published ?? 0))
+          })
+          for (const tag of postTags) tags.push({ post_id: id, tag })
+        }
+        await trx.insertInto('post').values(posts).execute()
+        if (tags.length > 0) await trx.insertInto('post_tag').values(tags).execute()
+        tagRows += tags.length
+        bar?.update(Math.min(end, from + POST_BATCH))
+      }
+    })
+  }
+  bar?.stop()
+  return { users: userCount, creators: creatorIds.length, posts: opts.posts, tags: tagRows, password: SEED_PASSWORD, creatorUsernames }
+}
+
+function cap (word: string): string {
+  return word[0].toUpperCase() + word.slice(1)
+}
+
+/** `--posts N [--users M]` for the CLI's command table. */
+export function parseSeedArgs (args: string[]): SeedOptions | undefined {
+  const opts: Partial<SeedOptions> = {}
+  for (let i = 0; i < args.length; i += 2) {
+    const value = Number(args[i + 1])
+    if (!Number.isSafeInteger(value) || value < 0) return undefined
+    if (args[i] === '--posts') opts.posts = value
+    else if (args[i] === '--users' && value > 0) opts.users = value
+    else return undefined
+  }
+  return opts.posts === undefined ? undefined : { posts: opts.posts, users: opts.users }
+}

@@ -1,0 +1,17 @@
+import { sql } from 'kysely'
+import { nowIso } from '../db/time.js'
+import type { Executor } from './outbox.js'
+
+/**
+ * The exact number of published posts (published_at has come), of one type or all, without
+ * counting the posts: post_counter (kept by triggers, see its migration) holds every post with a
+ * published_at, and the scheduled ones (published_at still ahead) are few and found through
+ * post_published_at_idx. One statement, so both parts read the same snapshot.
+ */
+export async function countPublishedPosts (db: Executor, type?: string): Promise<number> {
+  const ofType = type === undefined ? sql`` : sql`and type = ${type}`
+  const { rows } = await sql<{ total: number | string | null }>`select
+      coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
+      - (select count(*) from post where published_at > ${nowIso()} ${ofType}) as total`.execute(db)
+  return Number(rows[0]?.total ?? 0)
+}

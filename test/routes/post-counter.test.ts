@@ -1,0 +1,125 @@
+import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
+import t, { type Test } from 'tap'
+import { json } from '../helper.js'
+import { createCreator, createUser } from '../fixtures.js'
+import { createPost, setup } from '../post-fixtures.js'
+import { countPublishedPosts } from '../../src/domain/post-counter.js'
+import { seed } from '../../src/db/seed.js'
+
+const FUTURE = '2099-01-01T00:00:00Z'
+const PAST = '2020-01-01T00:00:00Z'
+
+/** The counter's rows, and what a full count says they should be (posts with a published_at, by type). */
+async function counterAndTruth (app: FastifyInstance) {
+  const counter = await app.db.selectFrom('post_counter').select(['type', 'published']).where('published', '<>', 0).orderBy('type').execute()
+  const truth = await app.db.selectFrom('post').select(['type', sql<number>`count(*)`.as('published')])
+    .where('published_at', 'is not', null).groupBy('type').orderBy('type').execute()
+  return {
+    counter: counter.map(r => ({ type: r.type, published: Number(r.published) })),
+    truth: truth.map(r => ({ type: r.type, published: Number(r.published) }))
+  }
+}
+
+/** The list totals (v1, v1 by type, v2) against a plain count of the published posts. */
+async function checkExact (t: Test, app: FastifyInstance, expected: { all: number, article: number }, why: string) {
+  const { counter, truth } = await counterAndTruth(app)
+  t.same(counter, truth, `${why}: the counter equals a full count`)
+  t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts' })).total, expected.all, `${why}: v1 total`)
+  t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts?type=ARTICLE' })).total, expected.article, `${why}: v1 total by type`)
+  t.equal(json(await app.inject({ method: 'GET', url: '/v2/posts' })).total, expected.all, `${why}: v2 total`)
+}
+
+t.test('the public total stays exact through create, draft, scheduled, publish, type change and delete', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  await checkExact(t, app, { all: 0, article: 0 }, 'no posts')
+
+  const a = await createPost(app, creator, { type: 'ARTICLE' })
+  const c = await createPost(app, creator, { type: 'COURSE' })
+  await checkExact(t, app, { all: 2, article: 1 }, 'two published')
+
+  const draft = await createPost(app, creator, { type: 'ARTICLE', published_at: null })
+  const scheduled = await createPost(app, creator, { type: 'ARTICLE', published_at: FUTURE })
+  await checkExact(t, app, { all: 2, article: 1 }, 'a draft and a scheduled post are not counted')
+  t.equal(json(await app.inject({ method: 'GET', url: `/v1/creators/${creator.id}/posts` })).total, 2, 'the creator\'s public list counts the published')
+  const own = await app.inject({ method: 'GET', url: '/v1/users/me/posts', headers: creator.headers })
+  t.equal(json(own).total, 4, 'the creator\'s own list still counts all four')
+
+  const put = (id: string, body: Record<string, unknown>) =>
+    app.inject({ method: 'PUT', url: `/v1/posts/${id}`, headers: creator.headers, payload: { title: 'Changed', ...body } })
+  t.equal((await put(a.id, { type: 'ARTICLE', published_at: null })).statusCode, 200)
+  await checkExact(t, app, { all: 1, article: 0 }, 'published → draft')
+  t.equal((await put(draft.id, { type: 'ARTICLE', published_at: PAST })).statusCode, 200)
+  await checkExact(t, app, { all: 2, article: 1 }, 'draft → published')
+  t.equal((await put(draft.id, { type: 'ARTICLE', published_at: FUTURE })).statusCode, 200)
+  await checkExact(t, app, { all: 1, article: 0 }, 'published → scheduled')
+  t.equal((await put(c.id, { type: 'ARTICLE' })).statusCode, 200)
+  await checkExact(t, app, { all: 1, article: 1 }, 'a type change moves the post between counts')
+  t.equal((await put(c.id, { type: 'ARTICLE', body: 'only the body' })).statusCode, 200)
+  await checkExact(t, app, { all: 1, article: 1 }, 'an edit that changes neither type nor published_at')
+
+  // A scheduled post whose time comes is counted without any write: the counter already holds it.
+  await app.db.updateTable('post').set({ published_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', scheduled.id).execute()
+  await checkExact(t, app, { all: 2, article: 2 }, 'a scheduled post whose time has come')
+
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${c.id}`, headers: creator.headers })).statusCode, 204)
+  await checkExact(t, app, { all: 1, article: 1 }, 'after a delete')
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${a.id}`, headers: creator.headers })).statusCode, 204)
+  await checkExact(t, app, { all: 1, article: 1 }, 'deleting a draft leaves the count as it was')
+})
+
+t.test('a failed write leaves the counter as it was (same transaction)', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  await createPost(app, creator, { slug: 'taken' })
+  const clash = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { title: 'x', type: 'ARTICLE', slug: 'taken' } })
+  t.equal(clash.statusCode, 409)
+  await t.rejects(app.db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('post').execute()
+    throw new Error('rolled back')
+  }))
+  await checkExact(t, app, { all: 1, article: 1 }, 'after a conflict and a rolled-back delete')
+})
+
+t.test('deleting a creator removes their posts from the count (foreign-key cascade)', async (t) => {
+  const app = await setup(t)
+  const gone = await createCreator(app)
+  const stays = await createCreator(app)
+  await createPost(app, gone)
+  await createPost(app, gone, { type: 'COURSE' })
+  await createPost(app, stays)
+  await checkExact(t, app, { all: 3, article: 2 }, 'before')
+  await app.db.deleteFrom('user').where('id', '=', gone.id).execute()
+  await checkExact(t, app, { all: 1, article: 1 }, 'after the cascade')
+})
+
+t.test('filtered lists still count what they match', async (t) => {
+  const app = await setup(t)
+  const one = await createCreator(app)
+  const two = await createCreator(app)
+  await createPost(app, one, { tags: ['x'] })
+  await createPost(app, one, { tags: ['x', 'y'], type: 'COURSE' })
+  await createPost(app, two, { tags: ['y'] })
+  await createPost(app, two, { tags: ['x'], published_at: FUTURE })
+  const total = async (query: string) => json(await app.inject({ method: 'GET', url: `/v1/posts?${query}` })).total
+  t.equal(await total(`creator_id=${one.id}`), 2)
+  t.equal(await total(`creator_id=${two.id}`), 1, 'the scheduled post is not counted')
+  t.equal(await total('tags=x'), 2)
+  t.equal(await total('tags=x,y'), 1)
+  t.equal(await total('type=COURSE'), 1)
+  t.equal(await total(`type=ARTICLE&creator_id=${two.id}`), 1)
+})
+
+t.test('the seeder keeps the counter right', async (t) => {
+  const app = await setup(t)
+  await createUser(app)
+  const result = await seed(app.db, { posts: 500, users: 20, quiet: true })
+  t.equal(result.posts, 500)
+  const { counter, truth } = await counterAndTruth(app)
+  t.same(counter, truth, 'the counter equals a full count after seeding')
+  const published = await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n')).where('published_at', '<=', new Date().toISOString()).executeTakeFirstOrThrow()
+  t.equal(await countPublishedPosts(app.db), Number(published.n))
+  t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts' })).total, Number(published.n), 'the list total')
+  t.ok(Number(published.n) > 0 && Number(published.n) < 500, 'seeded posts are mixed: published, drafts, scheduled')
+})
