@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { DateTime, MediaUrl, Uuid } from './common.js'
+import { DateTime, MediaUrl, OptionalOrNull, Uuid } from './common.js'
 
 /** The fixed list of favorite_band values (spec UserBase: "only values from a fixed list"). */
 export const BANDS = [
@@ -7,19 +7,6 @@ export const BANDS = [
   'Nirvana', 'Pink Floyd', 'Queen', 'Radiohead', 'The Beatles', 'The Rolling Stones'
 ] as const
 export type Band = typeof BANDS[number]
-
-/**
- * An optional input that also takes null ("none"), as one JSON-Schema type list rather than an
- * anyOf, so a failing value reports the one rule it broke instead of one error per branch.
- */
-function orNull<T extends TSchema> (schema: T) {
-  const { type, enum: values, ...rest } = schema as unknown as { type: string, enum?: unknown[] }
-  return Type.Optional(Type.Unsafe<Static<T> | null>({
-    ...rest,
-    type: [type, 'null'],
-    ...(values ? { enum: [...values, null] } : {})
-  }))
-}
 
 /**
  * The username as sent: the spec strips surrounding whitespace and lower-cases it, which Ajv
@@ -45,10 +32,10 @@ const Password = Type.String({ minLength: 12, maxLength: 1024, description: 'at 
 /** The writable profile fields, shared by sign-up and PUT /profiles/me. */
 const ProfileFields = {
   first_name: FirstName,
-  last_name: orNull(LastName),
-  age: orNull(Age),
-  favorite_band: orNull(FavoriteBand),
-  website: orNull(Website)
+  last_name: OptionalOrNull(LastName),
+  age: OptionalOrNull(Age),
+  favorite_band: OptionalOrNull(FavoriteBand),
+  website: OptionalOrNull(Website)
 }
 
 /** Sign-up body: the spec's UserBase plus last_name and password (DESIGN §3). */
@@ -63,7 +50,7 @@ export type ProfileCreate = Static<typeof ProfileCreate>
 /** PUT /profiles/me replaces the writable fields: an absent or null optional field becomes null. */
 export const ProfileUpdate = Type.Object({
   ...ProfileFields,
-  avatar_url: orNull(MediaUrl)
+  avatar_url: OptionalOrNull(MediaUrl)
 }, { $id: 'ProfileUpdate', title: 'ProfileUpdate', additionalProperties: false })
 export type ProfileUpdate = Static<typeof ProfileUpdate>
 
