@@ -30,13 +30,22 @@ export function collectSchemas (fastify: FastifyInstance): SchemaMap {
 
 /** The tables and columns of the current database (its current schema on PostgreSQL). */
 export async function collectTables (db: Kysely<any>): Promise<TableInfo[]> {
-  const tables = await db.introspection.getTables()
-  let schema: string | undefined
-  if (isPostgres(db)) {
-    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
-    schema = rows[0]?.schema
+  if (!isPostgres(db)) {
+    const tables = await db.introspection.getTables()
+    return tables.filter(t => !t.isView).map(t => ({ name: t.name, columns: t.columns.map(c => ({ name: c.name, dataType: c.dataType })) }))
   }
-  return tables
-    .filter(t => !t.isView && (schema === undefined || t.schema === schema))
-    .map(t => ({ name: t.name, columns: t.columns.map(c => ({ name: c.name, dataType: c.dataType })) }))
+  // Kysely's introspection reads every schema, and tests drop theirs concurrently: ask for ours only.
+  const { rows } = await sql<{ table_name: string, column_name: string, data_type: string }>`
+    select c.table_name, c.column_name, c.udt_name as data_type
+    from information_schema.columns c
+    join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
+    where c.table_schema = current_schema() and t.table_type = 'BASE TABLE' and left(c.table_name, 7) <> 'kysely_'
+    order by c.table_name, c.ordinal_position`.execute(db)
+  const tables = new Map<string, TableInfo>()
+  for (const row of rows) {
+    const table = tables.get(row.table_name) ?? { name: row.table_name, columns: [] }
+    table.columns.push({ name: row.column_name, dataType: row.data_type })
+    tables.set(row.table_name, table)
+  }
+  return [...tables.values()]
 }
