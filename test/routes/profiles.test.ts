@@ -282,3 +282,15 @@ t.test('the OpenAPI document declares the bearer scheme and every error of these
   t.match(me.get.responses['401'].description, /InvalidCredentials/)
   t.match(me.get.responses['403'].description, /UserIsBanned/)
 })
+
+t.test('no password or hash in any log line of sign-up, accepted or refused', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs })
+  t.equal((await signUp(app, signUpBody({ password: 'sekrit-pass-12' }))).statusCode, 201)
+  t.equal((await signUp(app, signUpBody({ password: 'sekrit-pass' }))).statusCode, 422)
+  t.equal((await signUp(app, signUpBody({ password: 'sekrit-pass-13', age: 17 }))).statusCode, 422)
+  const text = logs.join('\n')
+  t.ok(text.length > 0, 'the requests were logged')
+  t.notOk(text.includes('sekrit'), 'no password')
+  t.notOk(text.includes('scrypt$'), 'no password hash')
+})
