@@ -34,6 +34,9 @@ export default fp(async (fastify) => {
     headers: { 'retry-after': String(RETRY_AFTER_SECONDS) }
   })
 
+  let lastWarning = 0
+  let readyAt = Infinity
+  fastify.addHook('onReady', async () => { readyAt = Date.now() })
   await fastify.register(underPressure, {
     maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
     maxHeapUsedBytes,
@@ -41,8 +44,18 @@ export default fp(async (fastify) => {
     sampleInterval: SAMPLE_MS,
     healthCheck: async () => await fastify.dbHealthy(),
     healthCheckInterval: HEALTH_CHECK_MS,
-    pressureHandler: async (request: FastifyRequest, _reply, type) => {
+    pressureHandler: async (request: FastifyRequest, _reply, type, value) => {
       if (request.routeOptions.config?.pressure === false) return
+      // A sample without a single tick reads as infinite delay: that is start-up (or a loop so
+      // blocked it answers nothing anyway), not a measurement; the next sample decides.
+      if (type === underPressure.TYPE_EVENT_LOOP_DELAY && !Number.isFinite(value)) return
+      // samples taken while the app booted (migrations, compiling schemas) measure the boot, not load
+      if (type === underPressure.TYPE_EVENT_LOOP_DELAY && Date.now() - readyAt < 2 * SAMPLE_MS) return
+      // one line per few seconds, not one per refused request
+      if (Date.now() - lastWarning > 5000) {
+        lastWarning = Date.now()
+        request.log.warn({ type, value }, 'shedding load: answering 503')
+      }
       throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
     }
   })

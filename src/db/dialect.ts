@@ -30,6 +30,9 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
     })
     // An idle client that loses its server must not crash the process; the next query reconnects.
     pool.on('error', () => {})
+    // A checked-out client whose server goes away emits 'error' too; unheard, that kills the process.
+    // Its query still fails (→ 503) and pg-pool discards the broken client on release.
+    pool.on('connect', (client) => { client.on('error', () => {}) })
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   }
   const file = url.slice('sqlite:'.length)
