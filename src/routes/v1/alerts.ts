@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Alert, AlertList, AlertListQuery, AlertParams } from '../../../schemas/alerts.js'
 import { NotModified, QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
+import { security } from '../guards.js'
 import { assertOwner } from '../../../plugins/auth.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
 import { listReply } from '../../domain/list.js'
@@ -17,7 +18,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['alerts'],
       operationId: 'listAlerts',
       summary: 'Your alerts',
-      security: [{ bearerAuth: [] }],
+      security,
       querystring: AlertListQuery,
       response: { 200: ref(AlertList), ...AUTHENTICATED }
     }
@@ -33,7 +34,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['alerts'],
       operationId: 'getAlert',
       summary: 'One of your alerts',
-      security: [{ bearerAuth: [] }],
+      security,
       params: AlertParams,
       response: { 200: ref(Alert), 304: NotModified, ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
     }
@@ -49,7 +50,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'resendAlert',
       summary: 'E-mail one of your alerts again',
       description: 'Queues the alert\'s e-mail to your current address; `sent_at` changes once it is delivered.',
-      security: [{ bearerAuth: [] }],
+      security,
       params: AlertParams,
       response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
     }

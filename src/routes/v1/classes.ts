@@ -8,7 +8,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { createClass, createStudent, getClass, getStudent, listClasses, listStudents } from '../../domain/classes.js'
 import { listReply } from '../../domain/list.js'
 import { created, pageOrCount } from '../../domain/resource.js'
-import { security } from './posts.js'
+import { security } from '../guards.js'
 
 const tags = ['classes']
 

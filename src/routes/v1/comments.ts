@@ -5,10 +5,9 @@ import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
 import { listReply } from '../../domain/list.js'
-import { identifyIfToken, ownerAndIfMatch, security, viewerOf } from './posts.js'
+import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
 
 const tags = ['comments']
-const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
 const authorOf = (c: Comment) => c.author.id
 
 /** Comments on a post: public reads; any active user writes; only the author changes one. */

@@ -10,7 +10,7 @@ import {
 } from '../../domain/courses.js'
 import { listReply } from '../../domain/list.js'
 import { created } from '../../domain/resource.js'
-import { identifyIfToken, security, viewerOf } from './posts.js'
+import { identifyIfToken, security, viewerOf } from '../guards.js'
 
 const tags = ['courses']
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).

@@ -7,6 +7,7 @@ import { AppError } from '../../../plugins/problems.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
+import { security } from '../guards.js'
 import { bytesEtag, createMedia, etagMatches, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
 
 // The bytes go out as a stream, never through a serializer.
@@ -68,7 +69,7 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
         tags: ['media'],
         operationId: 'uploadMedia',
         summary: 'Upload a file (multipart/form-data, one file field `file`)',
-        security: [{ bearerAuth: [] }],
+        security,
         consumes: ['multipart/form-data'],
         // Documents the form; a streamed body is never parsed into `request.body`, so this checks nothing.
         body: { content: { 'multipart/form-data': { schema: Type.Unsafe({ properties: { file: Bytes }, required: ['file'] }) } } },

@@ -1,37 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { assertOwner, type AuthUser } from '../../../plugins/auth.js'
-import { assertIfMatch } from '../../../plugins/etag.js'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
 import { listReply } from '../../domain/list.js'
+import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 
 const tags = ['posts']
-export const security = [{ bearerAuth: [] }]
-
-/**
- * onRequest for public reads whose answer depends on who asks (a creator sees their own drafts):
- * a sent token is checked like on any authenticated route; no token reads as anyone.
- */
-export function identifyIfToken (fastify: FastifyInstance) {
-  return async (request: FastifyRequest) => {
-    if (request.headers.authorization !== undefined) await fastify.authenticate(request)
-  }
-}
-
-/** The caller's id on a public route, if a token was sent. */
-export const viewerOf = (request: FastifyRequest): string | undefined => (request.user as AuthUser | undefined)?.id
-
-/** The checks of PUT/DELETE, run against the resource as it is: the owner first (403), then If-Match (412). */
-export const ownerAndIfMatch = <T>(request: FastifyRequest, ownerOf: (current: T) => string) => (current: T) => {
-  assertOwner(request, ownerOf(current))
-  assertIfMatch(request, current)
-}
-
-const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
-
 /** Posts: public reads, writes by creators (create) and owners (change) in an authenticated group. */
 const posts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/posts', {

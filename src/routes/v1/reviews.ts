@@ -5,7 +5,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams } from '../../../schemas/reviews.js'
 import { listReply } from '../../domain/list.js'
 import { createReview, getReview, listReviews } from '../../domain/reviews.js'
-import { identifyIfToken, security, viewerOf } from './posts.js'
+import { identifyIfToken, security, viewerOf } from '../guards.js'
 
 const tags = ['reviews']
 

@@ -12,7 +12,7 @@ import { created } from '../../domain/resource.js'
 import {
   createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
 } from '../../domain/shops.js'
-import { ownerAndIfMatch } from './posts.js'
+import { ownerAndIfMatch, security } from '../guards.js'
 
 const tags = ['shops']
 
@@ -56,7 +56,6 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const security = [{ bearerAuth: [] }]
   const ownShop = (request: FastifyRequest) => ownerAndIfMatch<ShopT>(request, shop => shop.owner.id)
   const ownProduct = (request: FastifyRequest, shop: ShopT) => ownerAndIfMatch<ProductT>(request, () => shop.owner.id)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const

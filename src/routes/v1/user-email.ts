@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
+import { security } from '../guards.js'
 import { UserParams } from '../../../schemas/user-email.js'
 import { assertOwner } from '../../../plugins/auth.js'
 import { queueAccountSummary } from '../../domain/account-email.js'
@@ -15,7 +16,7 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'sendAccountSummary',
       summary: 'E-mail yourself your account summary',
       description: 'Answers at once; the e-mail is delivered afterwards by the outbox worker.',
-      security: [{ bearerAuth: [] }],
+      security,
       params: UserParams,
       response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'ValidationFailed') }
     }

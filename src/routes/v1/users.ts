@@ -5,10 +5,9 @@ import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../s
 import { errorResponses } from '../../../schemas/problems.js'
 import { listReply } from '../../domain/list.js'
 import { getUserPost, listPosts } from '../../domain/posts.js'
-import { security } from './posts.js'
+import { authErrors, security } from '../guards.js'
 
 const tags = ['users']
-const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
 
 /** /users/…: private, self only; the identity comes from the token (spec 5.4). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
