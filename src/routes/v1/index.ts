@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import alerts from './alerts.js'
 import auth from './auth.js'
+import classes from './classes.js'
 import comments from './comments.js'
+import courses from './courses.js'
 import creatorPosts from './creator-posts.js'
 import creators from './creators.js'
 import media from './media.js'
@@ -9,28 +11,28 @@ import posts from './posts.js'
 import profiles from './profiles.js'
 import reviews from './reviews.js'
 import shops from './shops.js'
-import classes from './classes.js'
-import courses from './courses.js'
 import userEmail from './user-email.js'
 import users from './users.js'
 
 /** The /v1 route groups, each an encapsulated plugin with its own prefix. */
 const v1: FastifyPluginAsync = async (fastify) => {
-  void fastify
+  // people and access
   await fastify.register(auth)
   await fastify.register(profiles)
   await fastify.register(creators)
+  await fastify.register(users)
+  await fastify.register(userEmail)
+  // posts and their conversation
+  await fastify.register(posts)
+  await fastify.register(creatorPosts)
+  await fastify.register(reviews)
+  await fastify.register(comments)
+  await fastify.register(alerts)
+  // media and the other collections
+  await fastify.register(media)
   await fastify.register(shops)
   await fastify.register(classes)
   await fastify.register(courses)
-  await fastify.register(alerts)
-  await fastify.register(userEmail)
-  await fastify.register(media)
-  await fastify.register(posts)
-  await fastify.register(reviews)
-  await fastify.register(comments)
-  await fastify.register(users)
-  await fastify.register(creatorPosts)
 }
 
 export default v1
