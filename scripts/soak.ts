@@ -425,7 +425,8 @@ async function dbOutage (dialect: string, server: Server, store: Store, s: Sessi
 }
 
 async function overload (dialect: string, base: Record<string, string>, store: Store) {
-  const server = new Server(await freePort(), { ...base, MAX_EVENT_LOOP_DELAY_MS: '30' })
+  // a low ceiling, so that this machine's saturation crosses it
+  const server = new Server(await freePort(), { ...base, MAX_EVENT_LOOP_DELAY_MS: '1' })
   await server.start()
   try {
     const s = await session(server.port, store)
@@ -437,7 +438,7 @@ async function overload (dialect: string, base: Record<string, string>, store: S
     const result = await autocannon({
       url: `http://127.0.0.1:${server.port}`,
       connections: 400,
-      duration: Math.max(5, Math.min(15, SECONDS)),
+      duration: Math.max(10, Math.min(20, SECONDS)),
       timeout: 20,
       headers: HTTPS,
       requests: [
@@ -454,9 +455,9 @@ async function overload (dialect: string, base: Record<string, string>, store: S
     const other = Object.entries(statuses).filter(([k]) => !/^(200|201|503)$/.test(k)).reduce((a, [, v]) => a + v, 0)
     const ceiling = 1024 ** 3
     results.push({
-      dialect, fault: 'overload (400 connections)', requests: result.requests.total, acknowledged: statuses['201'] ?? 0, lost: 0,
+      dialect, fault: 'overload (400 conns, 1 ms loop ceiling)', requests: result.requests.total, acknowledged: statuses['201'] ?? 0, lost: 0,
       errors: other + result.errors + shedWithoutRetryAfter,
-      ok: other === 0 && shedWithoutRetryAfter === 0 && peak < ceiling && (await call(server.port, 'GET', '/health')).status === 200,
+      ok: shed > 0 && other === 0 && shedWithoutRetryAfter === 0 && peak < ceiling && (await call(server.port, 'GET', '/health')).status === 200,
       notes: `shed ${shed} with 503 + Retry-After; RSS ${mb(before)} → peak ${mb(peak)} (ceiling ${mb(ceiling)}); connection errors ${result.errors}, timeouts ${result.timeouts}; statuses ${JSON.stringify(statuses)}`
     })
   } finally {

@@ -24,7 +24,8 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: () => randomUUID(),
-    return503OnClosing: true,
+    // while closing, plugins/under-pressure.ts answers new requests with a 503 problem + Retry-After
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
