@@ -29,7 +29,8 @@ export function assertIfMatch (request: FastifyRequest, current: unknown): void 
   }
 }
 
-function matches (header: string | undefined, etag: string): boolean {
+/** Does an If-None-Match / If-Match header name this ETag (or `*`)? Weak tags compare by their value. */
+export function etagMatches (header: string | undefined, etag: string): boolean {
   if (!header) return false
   return header.split(',').some(s => { const v = s.trim().replace(/^W\//, ''); return v === '*' || v === etag })
 }
@@ -40,7 +41,7 @@ export default fp(async (fastify) => {
     if (!request.routeOptions.config?.etag || reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return payload
     const etag = etagOf(payload)
     reply.header('etag', etag)
-    if ((request.method === 'GET' || request.method === 'HEAD') && matches(request.headers['if-none-match'], etag)) {
+    if ((request.method === 'GET' || request.method === 'HEAD') && etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
       return null
     }

@@ -130,8 +130,3 @@ export function pickRange (size: number, header: string | undefined, ifRange: st
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return null
   return ranges[0]
 }
-
-/** Does an `If-None-Match` header name this ETag (or `*`)? */
-export function etagMatches (header: string | undefined, etag: string): boolean {
-  return header !== undefined && header.split(',').some(s => ['*', etag].includes(s.trim().replace(/^W\//, '')))
-}

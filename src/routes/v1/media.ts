@@ -8,7 +8,8 @@ import { NotModified, ref } from '../../../schemas/common.js'
 import { Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
-import { bytesEtag, createMedia, etagMatches, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
+import { bytesEtag, createMedia, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
+import { etagMatches } from '../../../plugins/etag.js'
 
 // The bytes go out as a stream, never through a serializer.
 const Bytes = Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'the file, as its own media type' })
