@@ -36,21 +36,25 @@ export default fp(async (fastify) => {
 
   let lastWarning = 0
   let readyAt = Infinity
+  let healthy = true
   fastify.addHook('onReady', async () => { readyAt = Date.now() })
   await fastify.register(underPressure, {
     maxEventLoopDelay: config.MAX_EVENT_LOOP_DELAY_MS,
     maxHeapUsedBytes,
     maxRssBytes: config.MAX_RSS_BYTES ?? 0, // 0: no RSS ceiling
     sampleInterval: SAMPLE_MS,
-    healthCheck: async () => await fastify.dbHealthy(),
+    healthCheck: async () => (healthy = await fastify.dbHealthy()),
     healthCheckInterval: HEALTH_CHECK_MS,
     pressureHandler: async (request: FastifyRequest, _reply, type, value) => {
       if (request.routeOptions.config?.pressure === false) return
-      // A sample without a single tick reads as infinite delay: that is start-up (or a loop so
-      // blocked it answers nothing anyway), not a measurement; the next sample decides.
-      if (type === underPressure.TYPE_EVENT_LOOP_DELAY && !Number.isFinite(value)) return
-      // samples taken while the app booted (migrations, compiling schemas) measure the boot, not load
-      if (type === underPressure.TYPE_EVENT_LOOP_DELAY && Date.now() - readyAt < 2 * SAMPLE_MS) return
+      // A sample without a single tick reads as infinite delay, and samples taken while the app
+      // booted (migrations, compiling schemas) measure the boot, not load: judge the other signals
+      // (under-pressure stops at the first one it finds).
+      if (type === underPressure.TYPE_EVENT_LOOP_DELAY && (!Number.isFinite(value) || Date.now() - readyAt < 2 * SAMPLE_MS)) {
+        const usage = fastify.memoryUsage()
+        if (!healthy) type = underPressure.TYPE_HEALTH_CHECK
+        else if (usage.heapUsed <= maxHeapUsedBytes && (!config.MAX_RSS_BYTES || usage.rssBytes <= config.MAX_RSS_BYTES)) return
+      }
       // one line per few seconds, not one per refused request
       if (Date.now() - lastWarning > 5000) {
         lastWarning = Date.now()
