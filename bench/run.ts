@@ -61,8 +61,11 @@ const DIALECTS = (env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',')
 const PG_URL = env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const CPU_PROF = env.BENCH_CPU_PROF === '1'
 const REUSE = env.BENCH_REUSE === '1'
+const ONLY = env.BENCH_ONLY?.split(',') // some groups only (list,auth,size,cursor,writes,startup)
+const wanted = (name: string) => !ONLY || ONLY.includes(name)
 // Built JavaScript like `npm start`; the smoke runs the TypeScript through tsx (no build step in CI's two minutes).
-const BUILT = env.BENCH_BUILD ? env.BENCH_BUILD === '1' : !SMOKE
+// BENCH_BUILD=dist: the existing dist/ as it is (repeated runs).
+const BUILT = env.BENCH_BUILD ? env.BENCH_BUILD !== '0' : !SMOKE
 const TMP = join(ROOT, 'bench', '.tmp', `run-${randomBytes(3).toString('hex')}`)
 const CACHE = join(ROOT, 'bench', '.tmp', 'cache')
 const JWT_SECRET = randomBytes(48).toString('base64url')
@@ -250,6 +253,7 @@ async function prepare (dialect: string, name: string, posts: number): Promise<{
 
 async function benchDialect (dialect: string) {
   console.error(`\n== ${dialect}`)
+  if (env.BENCH_PREPARE_ONLY === '1') { await prepare(dialect, 'large', LARGE); return {} } // seed the cache (with BENCH_REUSE=1)
   const small = await prepare(dialect, 'small', SMALL)
   const large = await prepare(dialect, 'large', LARGE)
   const servers: Server[] = []
@@ -283,32 +287,34 @@ async function benchDialect (dialect: string) {
     }
 
     const result: Record<string, unknown> = {}
-    result.list = await group('list', [
+    // Profiling: Roja alone, so the profile is not mostly the idle time of the baselines' turns.
+    if (CPU_PROF) return { list: await group('list', [{ name: 'roja', url: roja.url + listPath }]) }
+    if (wanted('list')) result.list = await group('list', [
       { name: 'roja', url: roja.url + listPath },
       { name: 'fastify-baseline', url: fastifyBaseline.url + listPath },
       { name: 'node-http', url: httpBaseline.url + listPath }
     ])
-    if (CPU_PROF) return { list: result.list }
-    result.auth = await group('auth', [
+    if (wanted('auth')) result.auth = await group('auth', [
       { name: 'public profile', url: `${roja.url}/v1/profiles/${me.id as string}` },
       { name: 'profiles/me', url: `${roja.url}/v1/profiles/me`, headers: auth }
     ])
-    result.size = await group('size', [
+    if (wanted('size')) result.size = await group('size', [
       { name: `list at ${SMALL}`, url: roja.url + listPath },
       { name: `list at ${LARGE}`, url: rojaLarge.url + listPath }
     ])
-    result.cursor = await group('cursor', [
+    if (wanted('cursor')) result.cursor = await group('cursor', [
       { name: 'v2 page 1', url: `${rojaLarge.url}/v2/posts?limit=10` },
       { name: `v2 page ${CURSOR_PAGE}`, url: `${rojaLarge.url}/v2/posts?limit=10&cursor=${encodeURIComponent(cursor ?? '')}` }
     ])
     let n = 0
     const tag = randomBytes(3).toString('hex')
-    result.writes = await group('writes', [{
+    if (wanted('writes')) result.writes = await group('writes', [{
       name: 'POST /v1/posts', url: `${roja.url}/v1/posts`, method: 'POST', headers: auth,
       body: () => JSON.stringify({ title: `Bench ${tag} ${n++}`, type: 'ARTICLE', body: 'Written by the benchmark.', tags: ['bench', 'load'] })
     }])
 
     // Cold start: a fresh process on the (migrated) small database, to the first answer; then idle RSS.
+    if (!wanted('startup')) return result
     await stop(roja)
     const starts: Array<{ readyMs: number, idleRssMiB: number }> = []
     for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
@@ -331,7 +337,7 @@ interface Goal { goal: string, value: string, met: boolean }
 function goals (r: any): Goal[] {
   const out: Goal[] = []
   const add = (goal: string, value: number, met: boolean, unit = '×') => out.push({ goal, value: `${value.toFixed(2)}${unit}`, met })
-  if (r.list) {
+  if (r.list?.ratios['fastify-baseline / roja']) {
     const fb = r.list.ratios['fastify-baseline / roja'].reqs
     const http = r.list.ratios['node-http / roja'].reqs
     add('list req/s ≥ 1.0× minimal Fastify', 1 / fb, 1 / fb >= 1)
@@ -368,7 +374,7 @@ function table (dialect: string, r: any): string {
 async function main () {
   mkdirSync(TMP, { recursive: true })
   mkdirSync(CACHE, { recursive: true })
-  if (BUILT) {
+  if (BUILT && env.BENCH_BUILD !== 'dist') {
     console.error('building (tsc -p tsconfig.build.json)')
     // tsc still writes the output when another file has type errors; the run only needs it to exist.
     spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' })

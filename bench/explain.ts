@@ -1,0 +1,43 @@
+/**
+ * The query plans of the first list page: runs listPosts (v1) and listPostsAfter (v2) as the
+ * routes do, captures the SQL they send, and prints each statement's plan (SQLite: EXPLAIN QUERY
+ * PLAN; PostgreSQL: EXPLAIN ANALYZE). Point it at a seeded database:
+ *
+ *   DATABASE_URL=sqlite:bench/.tmp/cache/large-1000000.sqlite node --import tsx bench/explain.ts
+ */
+import { type KyselyPlugin, type RootOperationNode } from 'kysely'
+import { createDb, isPostgres } from '../src/db/dialect.js'
+import { listPosts, listPostsAfter } from '../src/domain/posts.js'
+
+const db = createDb(process.env.DATABASE_URL!)
+const captured: RootOperationNode[] = []
+const capture: KyselyPlugin = {
+  transformQuery: ({ node }) => { captured.push(node); return node },
+  transformResult: async ({ result }) => result
+}
+const traced = db.withPlugin(capture)
+const postgres = isPostgres(db)
+
+for (const [title, run] of [
+  ['GET /v1/posts?limit=10', () => listPosts(traced, { limit: 10, offset: 0 })],
+  ['GET /v1/posts?limit=10&type=COURSE', () => listPosts(traced, { limit: 10, offset: 0, type: 'COURSE' })],
+  ['GET /v2/posts?limit=10', () => listPostsAfter(traced, { limit: 10 })],
+  ['GET /v2/posts?limit=10&cursor=(page 1000)', async () => {
+    const deep = await db.selectFrom('post').select(['sort_at', 'id']).where('published_at', '<=', new Date().toISOString())
+      .orderBy('sort_at', 'desc').orderBy('id', 'desc').offset(9990).limit(1).executeTakeFirst()
+    return listPostsAfter(traced, { limit: 10 }, deep && { sort_at: new Date(deep.sort_at).toISOString(), id: deep.id })
+  }]
+] as const) {
+  captured.length = 0
+  await run()
+  console.log(`\n### ${title}`)
+  for (const node of captured) {
+    const query = db.getExecutor().compileQuery(node, { queryId: 'explain' })
+    const started = performance.now()
+    const rows = await db.executeQuery({ ...query, sql: `${postgres ? 'explain analyze' : 'explain query plan'} ${query.sql}` })
+    const ms = performance.now() - started
+    console.log(`\n${query.sql.replace(/\s+/g, ' ')}\n-- (${ms.toFixed(1)} ms)`)
+    for (const row of rows.rows as Array<Record<string, unknown>>) console.log('   ' + String(row.detail ?? row['QUERY PLAN']))
+  }
+}
+await db.destroy()
