@@ -63,13 +63,4 @@ export default fp(async (fastify) => {
       throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
     }
   })
-
-  // Draining: requests that still arrive (on kept-alive connections) are refused cleanly, so
-  // that clients retry elsewhere while the accepted ones finish.
-  let closing = false
-  const draining = new AppError('ServiceUnavailable', 'the server is shutting down, try again', {
-    headers: { 'retry-after': '1', connection: 'close' }
-  })
-  fastify.addHook('preClose', async () => { closing = true })
-  fastify.addHook('onRequest', async () => { if (closing) throw draining })
 }, { name: 'under-pressure', dependencies: ['config', 'problems', 'db'] })

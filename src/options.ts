@@ -24,7 +24,8 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: () => randomUUID(),
-    // while closing, plugins/under-pressure.ts answers new requests with a 503 problem + Retry-After
+    // While draining, a request already on an open connection is served (with Connection: close)
+    // rather than refused with Fastify's bare, non-problem 503; new connections are refused.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
