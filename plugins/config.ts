@@ -30,6 +30,7 @@ export const EnvSchema = Type.Object({
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
+  SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
   // Load shedding (plugins/under-pressure.ts): over these, requests get 503 + Retry-After.
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import formats from 'ajv-formats'
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
 import { frameworkErrors } from '../plugins/problems.js'
@@ -30,7 +31,12 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
-    schemaController: { compilersFactory: { buildValidator: validatorFactory(config) as never } },
+    schemaController: {
+      compilersFactory: {
+        buildValidator: validatorFactory(config) as never,
+        buildSerializer: (config.SCHEMA_COMPILE === 'lazy' ? lazySerializerFactory : SerializerSelector()) as never
+      }
+    },
     ...(config.TLS_CERT_FILE && config.TLS_KEY_FILE
       ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
       : {}),
@@ -66,14 +72,52 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'>, options: A
  * and are coerced to the schema's types.
  */
 function validatorFactory (config: Config) {
+  // Fastify asks once per encapsulated context; ours all share the root's schemas, so one pair of Ajv serves all.
+  const byIds = new Map<string, { strict: Ajv, coercing: Ajv }>()
   return (externalSchemas: Record<string, unknown> = {}) => {
-    const strict = createAjv(config, { coerceTypes: false })
-    const coercing = createAjv(config, { coerceTypes: 'array' })
-    for (const schema of Object.values(externalSchemas)) {
-      strict.addSchema(schema as object)
-      coercing.addSchema(schema as object)
+    const ids = Object.keys(externalSchemas).sort().join('\n')
+    let pair = byIds.get(ids)
+    if (!pair) {
+      pair = { strict: createAjv(config, { coerceTypes: false }), coercing: createAjv(config, { coerceTypes: 'array' }) }
+      for (const schema of Object.values(externalSchemas)) {
+        pair.strict.addSchema(schema as object)
+        pair.coercing.addSchema(schema as object)
+      }
+      byIds.set(ids, pair)
     }
-    return ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
+    const { strict, coercing } = pair
+    const compile = ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
       (httpPart === 'body' ? strict : coercing).compile(schema)
+    return config.SCHEMA_COMPILE === 'lazy' ? lazy(compile) : compile
+  }
+}
+
+type Validate = ((data: unknown, context?: any) => unknown) & { errors?: unknown, schemaEnv?: unknown }
+
+/**
+ * Compiling every route's validators and serializers was most of the start-up time (about two
+ * seconds for ~70 routes): with SCHEMA_COMPILE=lazy each one is compiled on its first use.
+ * `eager` compiles all at start (a test does, to prove every schema compiles).
+ */
+function lazy<R> (compile: (route: R) => Validate) {
+  return (route: R): Validate => {
+    let validate: Validate | undefined
+    const wrapper: Validate = (data, context) => {
+      validate ??= compile(route)
+      const result = validate(data, context)
+      wrapper.errors = validate.errors
+      return result
+    }
+    // Fastify passes the parent object to Ajv functions (marked by schemaEnv), so root values can be coerced.
+    wrapper.schemaEnv = true
+    return wrapper
+  }
+}
+
+function lazySerializerFactory (externalSchemas: unknown, options: unknown) {
+  const build = SerializerSelector()(externalSchemas as never, options as never) as (route: unknown) => (data: unknown) => string
+  return (route: unknown) => {
+    let serialize: ((data: unknown) => string) | undefined
+    return (data: unknown) => (serialize ??= build(route))(data)
   }
 }

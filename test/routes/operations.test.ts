@@ -25,3 +25,18 @@ t.test('GET /version names the package version, the API versions and the commit'
   t.same(body.api_versions, ['v1', 'v2'])
   t.equal(body.commit, 'abc123')
 })
+
+t.test('every validator and serializer compiles at start with SCHEMA_COMPILE=eager', async (t) => {
+  // The default compiles each schema on first use; this proves none of them is broken.
+  const app = await build(t, { env: { SCHEMA_COMPILE: 'eager' } })
+  const res = await app.inject({ method: 'GET', url: '/v1/posts?limit=1' })
+  t.equal(res.statusCode, 200)
+  t.ok(app.printRoutes().includes('posts'))
+})
+
+t.test('a lazily compiled validator still reports every failing rule', async (t) => {
+  const app = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/v1/posts?limit=0&offset=-1' })
+  t.equal(res.statusCode, 422)
+  t.same(json(res).errors.map((e: { field: string }) => e.field).sort(), ['/limit', '/offset'])
+})
