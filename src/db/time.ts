@@ -14,8 +14,16 @@ export function toDate (value: Date | string): Date {
   return value instanceof Date ? value : new Date(value)
 }
 
+let lastMs = 0
+
+/**
+ * Now, as ISO text, strictly increasing within the process: rows written in the same
+ * millisecond still sort in the order they were written ("as added", newest first).
+ * It runs ahead of the clock only while writes come faster than one per millisecond.
+ */
 export function nowIso (): string {
-  return new Date().toISOString()
+  lastMs = Math.max(Date.now(), lastMs + 1)
+  return new Date(lastMs).toISOString()
 }
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$/
