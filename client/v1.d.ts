@@ -644,9 +644,16 @@ export interface components {
             kind: "review" | "comment";
             /** @example ada left a review on your post "Hello" */
             message: string;
-            /** @description the post it is about; null once the post is deleted */
+            /**
+             * Format: uuid
+             * @description the post it is about; null once the post is deleted
+             * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+             */
             post_id: string | null;
-            /** @description when its e-mail was last delivered; null until then */
+            /**
+             * @description when its e-mail was last delivered; null until then
+             * @example 2026-11-21T09:30:00+0000
+             */
             sent_at: string | null;
         };
         /** AlertList */
@@ -696,6 +703,11 @@ export interface components {
         };
         /** Class */
         Class: {
+            /**
+             * Format: uuid
+             * @description UUIDv4
+             * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+             */
             course_id: string | null;
             /**
              * @description UTC date-time, %Y-%m-%dT%H:%M:%S%z
@@ -710,6 +722,11 @@ export interface components {
             id: string;
             name: string;
             owner: components["schemas"]["UserSummary"];
+            /**
+             * Format: date
+             * @description calendar date, YYYY-MM-DD
+             * @example 2026-12-01
+             */
             starts_date: string | null;
             /**
              * @description UTC date-time, %Y-%m-%dT%H:%M:%S%z
@@ -793,7 +810,15 @@ export interface components {
              * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             id: string;
+            /**
+             * Format: uri
+             * @description on an allowed internal media host
+             */
             media_url: string | null;
+            /**
+             * @description UTC date-time, %Y-%m-%dT%H:%M:%S%z
+             * @example 2026-11-21T09:30:00+0000
+             */
             published_at: string | null;
             /** @example my-first-post */
             slug: string;
@@ -904,7 +929,11 @@ export interface components {
              */
             created_at: string;
             email: string;
-            favorite_band: ("ABBA" | "Arctic Monkeys" | "Daft Punk" | "Fleetwood Mac" | "Led Zeppelin" | "Metallica" | "Nirvana" | "Pink Floyd" | "Queen" | "Radiohead" | "The Beatles" | "The Rolling Stones") | null;
+            /**
+             * @description one of a fixed list of bands
+             * @enum {string|null}
+             */
+            favorite_band: "ABBA" | "Arctic Monkeys" | "Daft Punk" | "Fleetwood Mac" | "Led Zeppelin" | "Metallica" | "Nirvana" | "Pink Floyd" | "Queen" | "Radiohead" | "The Beatles" | "The Rolling Stones" | null;
             /** @example Ada */
             first_name: string;
             /**
@@ -939,7 +968,15 @@ export interface components {
              * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             id: string;
+            /**
+             * Format: uri
+             * @description on an allowed internal media host
+             */
             media_url: string | null;
+            /**
+             * @description UTC date-time, %Y-%m-%dT%H:%M:%S%z
+             * @example 2026-11-21T09:30:00+0000
+             */
             published_at: string | null;
             /** @example my-first-post */
             slug: string;
@@ -1101,7 +1138,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             created_at: string;
-            favorite_band: ("ABBA" | "Arctic Monkeys" | "Daft Punk" | "Fleetwood Mac" | "Led Zeppelin" | "Metallica" | "Nirvana" | "Pink Floyd" | "Queen" | "Radiohead" | "The Beatles" | "The Rolling Stones") | null;
+            /**
+             * @description one of a fixed list of bands
+             * @enum {string|null}
+             */
+            favorite_band: "ABBA" | "Arctic Monkeys" | "Daft Punk" | "Fleetwood Mac" | "Led Zeppelin" | "Metallica" | "Nirvana" | "Pink Floyd" | "Queen" | "Radiohead" | "The Beatles" | "The Rolling Stones" | null;
             /** @example Ada */
             first_name: string;
             /**
@@ -1337,6 +1378,7 @@ export interface components {
              * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             id: string;
+            /** @example Lovelace */
             last_name: string | null;
             /** @example ada_lovelace */
             username: string;

@@ -84,7 +84,15 @@ export interface components {
              * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             id: string;
+            /**
+             * Format: uri
+             * @description on an allowed internal media host
+             */
             media_url: string | null;
+            /**
+             * @description UTC date-time, %Y-%m-%dT%H:%M:%S%z
+             * @example 2026-11-21T09:30:00+0000
+             */
             published_at: string | null;
             /** @example my-first-post */
             slug: string;
@@ -147,6 +155,7 @@ export interface components {
              * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             id: string;
+            /** @example Lovelace */
             last_name: string | null;
             /** @example ada_lovelace */
             username: string;

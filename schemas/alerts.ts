@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, ListOf, ListQuery, Params, Uuid, ref } from './common.js'
+import { DateTime, ListOf, ListQuery, Params, Uuid, ref, Nullable } from './common.js'
 
 export const AlertKind = Type.Union([Type.Literal('review'), Type.Literal('comment')], {
   description: 'what happened on your post'
@@ -10,9 +10,9 @@ export const Alert = Type.Object({
   id: Uuid,
   kind: AlertKind,
   message: Type.String({ examples: ['ada left a review on your post "Hello"'] }),
-  post_id: Type.Union([Uuid, Type.Null()], { description: 'the post it is about; null once the post is deleted' }),
+  post_id: Nullable(Uuid, { description: 'the post it is about; null once the post is deleted' }),
   created_at: DateTime,
-  sent_at: Type.Union([DateTime, Type.Null()], { description: 'when its e-mail was last delivered; null until then' })
+  sent_at: Nullable(DateTime, { description: 'when its e-mail was last delivered; null until then' })
 }, { $id: 'Alert', title: 'Alert', additionalProperties: false })
 export type Alert = Static<typeof Alert>
 

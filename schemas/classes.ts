@@ -1,13 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateOnly, DateTime, LIMIT_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref } from './common.js'
+import { DateOnly, DateTime, LIMIT_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref, Nullable } from './common.js'
 import { UserSummary } from './posts.js'
 
 export const Class = Type.Object({
   id: Uuid,
   owner: ref(UserSummary),
   name: Type.String(),
-  course_id: Type.Union([Uuid, Type.Null()]),
-  starts_date: Type.Union([DateOnly, Type.Null()]),
+  course_id: Nullable(Uuid),
+  starts_date: Nullable(DateOnly),
   created_at: DateTime,
   updated_at: DateTime
 }, { $id: 'Class', title: 'Class', additionalProperties: false })
@@ -36,9 +36,9 @@ export const Student = Type.Object({
   id: Uuid,
   class_id: Uuid,
   first_name: Type.String(),
-  last_name: Type.Union([Type.String(), Type.Null()]),
+  last_name: Nullable(Type.String()),
   sex: Sex,
-  email: Type.Union([Type.String(), Type.Null()]),
+  email: Nullable(Type.String()),
   created_at: DateTime,
   updated_at: DateTime
 }, { $id: 'Student', title: 'Student', additionalProperties: false })

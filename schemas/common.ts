@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema, type TObject, type TProperties } from '@sinclair/typebox'
+import { Type, type SchemaOptions, type Static, type TSchema, type TObject, type TProperties } from '@sinclair/typebox'
 
 /** A reference to a named component schema that still carries its static type. */
 export function ref<T extends TSchema> (schema: T) {
@@ -34,16 +34,25 @@ export const MediaUrl = Type.String({
 })
 
 /**
- * An optional input that also takes null, as one JSON-Schema type list rather than an anyOf,
- * so a failing value reports the one rule it broke instead of one error per branch.
+ * A value or null, as one JSON-Schema type list rather than an anyOf: a failing input reports
+ * the one rule it broke, and fast-json-stringify writes it without running a validator per value.
+ * Schemas without a single `type` (unions of literals) fall back to an anyOf.
  */
+export function Nullable<T extends TSchema> (schema: T, options: SchemaOptions = {}) {
+  const { type, enum: values, anyOf, ...rest } = { ...schema, ...options } as unknown as { type?: unknown, enum?: unknown[], anyOf?: TSchema[] }
+  if (typeof type === 'string') {
+    return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'], ...(values ? { enum: [...values, null] } : {}) })
+  }
+  if (anyOf && anyOf.every(s => (s as { const?: unknown }).const !== undefined)) {
+    // a union of literals: one enum with null among its values
+    return Type.Unsafe<Static<T> | null>({ ...rest, enum: [...anyOf.map(s => (s as unknown as { const: unknown }).const), null] })
+  }
+  return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()], options))
+}
+
+/** An optional input that also takes null. */
 export function OptionalOrNull<T extends TSchema> (schema: T) {
-  const { type, enum: values, ...rest } = schema as unknown as { type: string, enum?: unknown[] }
-  return Type.Optional(Type.Unsafe<Static<T> | null>({
-    ...rest,
-    type: [type, 'null'],
-    ...(values ? { enum: [...values, null] } : {})
-  }))
+  return Type.Optional(Nullable(schema))
 }
 
 /** 304 on a GET whose If-None-Match names the current ETag. */

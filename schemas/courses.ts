@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
 import { Post } from './posts.js'
 
 /** A course is a post of type COURSE, shown as the post plus how many chapters it has. */
@@ -36,7 +36,7 @@ export const Lesson = Type.Object({
   id: Uuid,
   chapter_id: Uuid,
   title: Type.String(),
-  body: Type.Union([Type.String(), Type.Null()]),
+  body: Nullable(Type.String()),
   position: Type.Integer({ minimum: 1 }),
   created_at: DateTime,
   updated_at: DateTime

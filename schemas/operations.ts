@@ -1,3 +1,4 @@
+import { Nullable } from './common.js'
 import { Type, type Static } from '@sinclair/typebox'
 
 export const Health = Type.Object({
@@ -11,6 +12,6 @@ export type Health = Static<typeof Health>
 export const Version = Type.Object({
   version: Type.String({ examples: ['0.1.0'] }),
   api_versions: Type.Array(Type.String(), { examples: [['v1', 'v2']] }),
-  commit: Type.Union([Type.String(), Type.Null()])
+  commit: Nullable(Type.String())
 }, { $id: 'Version', title: 'Version', additionalProperties: false })
 export type Version = Static<typeof Version>

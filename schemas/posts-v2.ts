@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { PageQuery, ref } from './common.js'
+import { PageQuery, ref, Nullable } from './common.js'
 import { Post, PostListQuery } from './posts.js'
 
 /** GET /v2/posts: keyset paging by an opaque cursor, the v1 filters (DESIGN §6). */
@@ -20,6 +20,6 @@ export type PostCursorQuery = Static<typeof PostCursorQuery>
 export const PostCursorPage = Type.Object({
   posts: Type.Array(ref(Post)),
   total: Type.Integer({ minimum: 0, description: 'number of posts the filters match' }),
-  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as `cursor` for the next page; null on the last page' })
+  next_cursor: Nullable(Type.String(), { description: 'pass as `cursor` for the next page; null on the last page' })
 }, { $id: 'PostCursorPage', title: 'PostCursorPage', additionalProperties: false })
 export type PostCursorPage = Static<typeof PostCursorPage>

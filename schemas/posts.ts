@@ -1,7 +1,6 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { Type, type Static } from '@sinclair/typebox'
+import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, Nullable, OptionalOrNull, Params, Uuid, ref } from './common.js'
 
-const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 export const POST_TYPES = ['ARTICLE', 'COURSE'] as const
 export const PostType = Type.Unsafe<typeof POST_TYPES[number]>({ type: 'string', enum: [...POST_TYPES], examples: ['ARTICLE'] })
@@ -11,7 +10,7 @@ export const UserSummary = Type.Object({
   id: Uuid,
   username: Type.String({ examples: ['ada_lovelace'] }),
   first_name: Type.String({ examples: ['Ada'] }),
-  last_name: nullable(Type.String({ examples: ['Lovelace'] }))
+  last_name: Nullable(Type.String({ examples: ['Lovelace'] }))
 }, { $id: 'UserSummary', title: 'UserSummary', additionalProperties: false })
 export type UserSummary = Static<typeof UserSummary>
 
@@ -22,9 +21,9 @@ export const Post = Type.Object({
   title: Type.String({ examples: ['My first post'] }),
   body: Type.String(),
   tags: Type.Array(Type.String(), { examples: [['fastify', 'api']] }),
-  media_url: nullable(Type.String({ format: 'uri', description: 'on an allowed internal media host' })),
+  media_url: Nullable(Type.String({ format: 'uri', description: 'on an allowed internal media host' })),
   creator: ref(UserSummary),
-  published_at: nullable(DateTime),
+  published_at: Nullable(DateTime),
   created_at: DateTime,
   updated_at: DateTime
 }, { $id: 'Post', title: 'Post', additionalProperties: false })

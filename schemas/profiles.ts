@@ -1,5 +1,5 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { DateTime, MediaUrl, OptionalOrNull, Uuid } from './common.js'
+import { Type, type Static } from '@sinclair/typebox'
+import { DateTime, MediaUrl, Nullable, OptionalOrNull, Uuid } from './common.js'
 
 /** The fixed list of favorite_band values (spec UserBase: "only values from a fixed list"). */
 export const BANDS = [
@@ -54,17 +54,16 @@ export const ProfileUpdate = Type.Object({
 }, { $id: 'ProfileUpdate', title: 'ProfileUpdate', additionalProperties: false })
 export type ProfileUpdate = Static<typeof ProfileUpdate>
 
-const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 const ProfileProperties = {
   id: Uuid,
   username: Type.String({ examples: ['ada_lovelace'] }),
   first_name: Type.String({ examples: ['Ada'] }),
-  last_name: nullable(Type.String()),
-  age: nullable(Type.Integer()),
-  favorite_band: nullable(FavoriteBand),
-  website: nullable(Type.String()),
-  avatar_url: nullable(Type.String()),
+  last_name: Nullable(Type.String()),
+  age: Nullable(Type.Integer()),
+  favorite_band: Nullable(FavoriteBand),
+  website: Nullable(Type.String()),
+  avatar_url: Nullable(Type.String()),
   is_creator: Type.Boolean(),
   created_at: DateTime,
   updated_at: DateTime

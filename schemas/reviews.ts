@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
 import { UserSummary } from './posts.js'
 
 export const Review = Type.Object({
@@ -7,7 +7,7 @@ export const Review = Type.Object({
   post_id: Uuid,
   author: ref(UserSummary),
   rating: Type.Integer({ minimum: 1, maximum: 5, examples: [5] }),
-  text: Type.Union([Type.String(), Type.Null()]),
+  text: Nullable(Type.String()),
   created_at: DateTime
 }, { $id: 'Review', title: 'Review', additionalProperties: false })
 export type Review = Static<typeof Review>

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
 import { UserSummary } from './posts.js'
 
 /**
@@ -37,7 +37,7 @@ export const Shop = Type.Object({
   id: Uuid,
   owner: ref(UserSummary),
   name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
+  description: Nullable(Type.String()),
   created_at: DateTime,
   updated_at: DateTime
 }, { $id: 'Shop', title: 'Shop', additionalProperties: false })
@@ -62,7 +62,7 @@ export const Product = Type.Object({
   id: Uuid,
   shop_id: Uuid,
   name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
+  description: Nullable(Type.String()),
   price_cents: Type.Integer({ minimum: 0 }),
   currency: Type.String(),
   created_at: DateTime,

@@ -26,6 +26,11 @@ export function nowIso (): string {
   return new Date(lastMs).toISOString()
 }
 
+/** Now on the same clock as nowIso, without advancing it: compare stored times against this. */
+export function nowMs (): number {
+  return Math.max(Date.now(), lastMs)
+}
+
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$/
 
 /** Is it an RFC 3339 date-time we accept (offset with or without colon, or none)? */

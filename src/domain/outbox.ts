@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely, Selectable, Transaction } from 'kysely'
 import { isPostgres } from '../db/dialect.js'
 import type { Database, OutboxMessageTable } from '../db/schema.js'
-import { nowIso } from '../db/time.js'
+import { nowIso, nowMs } from '../db/time.js'
 
 export type Executor = Kysely<Database> | Transaction<Database>
 export type OutboxMessage = Selectable<OutboxMessageTable>
@@ -78,7 +78,7 @@ export async function claimDue (db: Kysely<Database>, opts: ClaimOptions): Promi
 }
 
 /** Records a delivery, and the alert's `sent_at` when the message carried one. */
-export async function markSent (db: Kysely<Database>, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date()): Promise<void> {
+export async function markSent (db: Kysely<Database>, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(nowMs())): Promise<void> {
   const sentAt = now.toISOString()
   await db.transaction().execute(async (trx) => {
     await trx.updateTable('outbox_message')

@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { AppError } from '../../plugins/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
-import { formatDateTime, formatNullableDateTime, nowIso, parseDateTimeInput, toDate } from '../db/time.js'
+import { formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import { enqueueEmail, type Executor } from './outbox.js'
@@ -49,7 +49,7 @@ function toPost (row: PostRow): Post {
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
 function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
   if (viewerId !== undefined && row.creator_id === viewerId) return true
-  return row.published_at !== null && toDate(row.published_at).getTime() <= Date.now()
+  return row.published_at !== null && toDate(row.published_at).getTime() <= nowMs()
 }
 
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
@@ -216,7 +216,7 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
 
 function statusOf (row: PostRow): string {
   if (row.published_at === null) return 'draft'
-  return toDate(row.published_at).getTime() <= Date.now() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
+  return toDate(row.published_at).getTime() <= nowMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
 }
 
 /** The row to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */

@@ -6,6 +6,7 @@ import { createCreator, createUser } from '../fixtures.js'
 import { createPost, setup } from '../post-fixtures.js'
 import { countPublishedPosts } from '../../src/domain/post-counter.js'
 import { seed } from '../../src/db/seed.js'
+import { nowIso } from '../../src/db/time.js'
 
 const FUTURE = '2099-01-01T00:00:00Z'
 const PAST = '2020-01-01T00:00:00Z'
@@ -118,7 +119,7 @@ t.test('the seeder keeps the counter right', async (t) => {
   t.equal(result.posts, 500)
   const { counter, truth } = await counterAndTruth(app)
   t.same(counter, truth, 'the counter equals a full count after seeding')
-  const published = await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n')).where('published_at', '<=', new Date().toISOString()).executeTakeFirstOrThrow()
+  const published = await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n')).where('published_at', '<=', nowIso()).executeTakeFirstOrThrow()
   t.equal(await countPublishedPosts(app.db), Number(published.n))
   t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts' })).total, Number(published.n), 'the list total')
   t.ok(Number(published.n) > 0 && Number(published.n) < 500, 'seeded posts are mixed: published, drafts, scheduled')
