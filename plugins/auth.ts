@@ -47,7 +47,8 @@ export default fp(async (fastify) => {
     secret: config.jwtSecret,
     sign: { algorithm: 'HS256', expiresIn: config.ACCESS_TOKEN_TTL },
     // Only HS256: `none`, RS*/ES* (key confusion) and every other algorithm are refused.
-    verify: { algorithms: ['HS256'] },
+    // Verified tokens are cached (fast-jwt, bounded, never past their exp); the user row is still read per request.
+    verify: { algorithms: ['HS256'], cache: true },
     decode: { complete: false }
   })
 

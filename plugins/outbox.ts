@@ -1,7 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import fp from 'fastify-plugin'
-import nodemailer from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { Counter } from 'prom-client'
 import promClient from 'prom-client'
 import { backoffMs, claimDue, markFailed, markSent, type OutboxMessage } from '../src/domain/outbox.js'
@@ -64,10 +64,19 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
 
   // Timeouts stay well inside the lease, so a slow server cannot outlive our claim.
   const smtpTimeout = Math.max(1000, Math.floor(o.leaseMs / 4))
-  const transport = config.SMTP_URL
-    ? nodemailer.createTransport({ url: config.SMTP_URL, connectionTimeout: smtpTimeout, greetingTimeout: smtpTimeout, socketTimeout: smtpTimeout })
-    : undefined
-  const files = nodemailer.createTransport({ streamTransport: true, buffer: true })
+  // nodemailer is loaded on the first delivery: an instance that sends nothing never pays its memory.
+  let transport: Transporter | undefined
+  let files: Transporter | undefined
+  const transports = async () => {
+    if (!files) {
+      const { default: nodemailer } = await import('nodemailer')
+      transport = config.SMTP_URL
+        ? nodemailer.createTransport({ url: config.SMTP_URL, connectionTimeout: smtpTimeout, greetingTimeout: smtpTimeout, socketTimeout: smtpTimeout })
+        : undefined
+      files = nodemailer.createTransport({ streamTransport: true, buffer: true })
+    }
+    return { transport, files }
+  }
 
   const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
 
@@ -80,11 +89,12 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
       // A stable Message-ID lets receivers drop the duplicate of an at-least-once redelivery.
       messageId: `<${message.id}@roja.outbox>`
     }
+    const { transport, files } = await transports()
     if (transport) {
       await transport.sendMail(mail)
       return
     }
-    const info = await files.sendMail(mail)
+    const info = await files!.sendMail(mail)
     await mkdir(mailDir, { recursive: true })
     // Named by message id: a redelivery overwrites the same file. Rename makes it appear whole.
     const target = join(mailDir, `${message.id}.eml`)

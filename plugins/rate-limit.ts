@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from './problems.js'
 
@@ -30,6 +30,8 @@ export default fp(async (fastify) => {
   const { config } = fastify
   let redis: Redis | undefined
   if (config.REDIS_URL) {
+    // loaded only when used: an instance without Redis does not carry the client
+    const { Redis } = await import('ioredis')
     redis = new Redis(config.REDIS_URL, { connectTimeout: 2000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
     redis.on('error', (err) => fastify.log.warn({ err: err.message }, 'redis error'))
     fastify.addHook('onClose', async () => { await redis!.quit().catch(() => redis!.disconnect()) })

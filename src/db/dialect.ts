@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
-import pg from 'pg'
+import type SQLite from 'better-sqlite3'
+import type pg from 'pg'
 import {
   Kysely, OperationNodeTransformer, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
   type KyselyPlugin, type PluginTransformQueryArgs, type PrimitiveValueListNode, type PluginTransformResultArgs, type QueryResult,
@@ -9,9 +10,18 @@ import {
 } from 'kysely'
 import type { Database } from './schema.js'
 
-// pg parses DATE into a local-midnight Date and bigint into a string; we want the text and a number.
-pg.types.setTypeParser(1082, (v: string) => v)
-pg.types.setTypeParser(20, (v: string) => Number(v))
+// Each driver is loaded only for the dialect in use: an instance carries one of them, not both.
+const require = createRequire(import.meta.url)
+let pgDriver: typeof pg | undefined
+function loadPg (): typeof pg {
+  if (!pgDriver) {
+    pgDriver = require('pg') as typeof pg
+    // pg parses DATE into a local-midnight Date and bigint into a string; we want the text and a number.
+    pgDriver.types.setTypeParser(1082, (v: string) => v)
+    pgDriver.types.setTypeParser(20, (v: string) => Number(v))
+  }
+  return pgDriver
+}
 
 export type Db = Kysely<Database>
 
@@ -23,7 +33,7 @@ export interface DbOptions {
 
 export function createDb (url: string, opts: DbOptions = {}): Db {
   if (url.startsWith('postgres')) {
-    const pool = new pg.Pool({
+    const pool = new (loadPg().Pool)({
       connectionString: url,
       max: opts.poolSize ?? 10,
       options: opts.schema ? `-c search_path=${opts.schema}` : undefined
@@ -37,7 +47,8 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   }
   const file = url.slice('sqlite:'.length)
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-  const database = new SQLite(file)
+  const Driver = require('better-sqlite3') as typeof SQLite
+  const database = new Driver(file)
   database.pragma('journal_mode = WAL')
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')

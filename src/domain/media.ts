@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import type { Readable } from 'node:stream'
-import { fileTypeFromBuffer } from 'file-type'
 import parseRange from 'range-parser'
 import type { Selectable } from 'kysely'
 import { AppError } from '../../plugins/problems.js'
@@ -54,6 +53,8 @@ export async function storeUpload (storage: MediaStorage, file: Readable): Promi
  */
 export async function sniff (head: Buffer, size: number): Promise<string> {
   if (head.length === 0) return UNKNOWN_TYPE
+  // file-type is loaded on the first upload: its signature tables are a sizeable part of idle memory
+  const { fileTypeFromBuffer } = await import('file-type')
   const type = await fileTypeFromBuffer(head)
   if (type) return type.mime
   return isUtf8Text(head, size > head.length) ? TEXT_TYPE : UNKNOWN_TYPE
