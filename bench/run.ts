@@ -20,7 +20,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { cpus, loadavg } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -32,6 +31,7 @@ import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { seed, SEED_PASSWORD } from '../src/db/seed.js'
+import { freePort, rssBytes } from '../scripts/proc.js'
 
 interface Result {
   requests: { average: number }
@@ -72,18 +72,7 @@ const JWT_SECRET = randomBytes(48).toString('base64url')
 const PROTO = { 'x-forwarded-proto': 'https' }
 const children = new Set<ChildProcess>()
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
-function rssMiB (pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return match ? Number(match[1]) / 1024 : 0
-}
 
 interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }
 
@@ -321,7 +310,7 @@ async function benchDialect (dialect: string) {
     for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
       const s = await startRoja('roja-cold', small.url)
       await sleep(SMOKE ? 500 : 2000)
-      starts.push({ readyMs: s.readyMs, idleRssMiB: rssMiB(s.child.pid!) })
+      starts.push({ readyMs: s.readyMs, idleRssMiB: rssBytes(s.child.pid!) / 1048576 })
       await stop(s)
     }
     result.startup = { readyMs: median(starts.map(s => s.readyMs)), idleRssMiB: median(starts.map(s => s.idleRssMiB)), runs: starts }

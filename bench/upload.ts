@@ -8,12 +8,12 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort, rssBytes } from '../scripts/proc.js'
 
 const MiB = 1024 * 1024
 const arg = process.argv.indexOf('--mib')
@@ -24,18 +24,7 @@ const BOUNDARY = '----roja-bench-boundary'
 
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'roja-bench-'))
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
-function rssBytes (pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return match ? Number(match[1]) * 1024 : 0
-}
 
 async function api (port: number, method: string, path: string, body?: unknown, token?: string) {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {

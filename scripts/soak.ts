@@ -18,7 +18,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -26,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import autocannonJs from 'autocannon'
 import Database from 'better-sqlite3'
 import pg from 'pg'
+import { freePort } from './proc.js'
 
 interface CannonRequest {
   method: string
@@ -121,14 +121,6 @@ class Server {
   }
 }
 
-async function freePort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 // ---------------------------------------------------------------- databases
 interface Store {

@@ -1,24 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { connect, createServer, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import t from 'tap'
+import { freePort } from '../scripts/proc.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
 const START_DEADLINE_MS = 120_000
 
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.on('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-}
 
 /** Resolves when the child's output has a line matching `pattern`. */
 function waitForLine (child: ChildProcess, output: { text: string }, pattern: RegExp): Promise<void> {
