@@ -28,8 +28,8 @@ const config = loadConfig({
   ENVIRONMENT: 'local',
   LOG_LEVEL: 'silent',
   DATABASE_URL: 'sqlite::memory:',
-  DATA_DIR: mkdtempSync(join(tmpdir(), 'roja-openapi-')),
-  JWT_SECRET: 'export-only-secret-never-used-to-sign-anything'
+  // no JWT_SECRET: outside production a random one is made, and nothing is signed here anyway
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'roja-openapi-'))
 })
 const server = Fastify(serverOptions(config))
 await server.register(app, { config, outbox: { loop: false } })
