@@ -3,7 +3,7 @@ import { AppError } from './problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** media types this route's body may have besides application/json (DESIGN §1) */
+    /** the media types this route's body may have; default application/json only (DESIGN §1) */
     contentTypes?: string[]
   }
 }
@@ -15,7 +15,8 @@ const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,.
 
 /**
  * The content-type rule of DESIGN §1: a request that carries a body must say application/json,
- * or a type its route names in `config.contentTypes`; anything else is 415 before parsing.
+ * or, on a route that names its own list in `config.contentTypes`, one of those; anything else
+ * is 415 before parsing. A multipart type counts only with a boundary.
  * The check is strict on the header's shape, so odd variants can never reach a parser
  * whose body skips validation.
  */
@@ -26,7 +27,7 @@ export default fp(async (fastify) => {
   fastify.addHook('onRequest', async (request) => {
     if (!hasBody(request.headers)) return
     const header = request.headers['content-type']
-    const allowed = [JSON_TYPE, ...(request.routeOptions.config?.contentTypes ?? [])]
+    const allowed = request.routeOptions.config?.contentTypes ?? [JSON_TYPE]
     if (header === undefined) throw new AppError('UnsupportedMediaType', `a body needs a Content-Type: ${allowed.join(' or ')}`)
     const type = mediaType(header)
     if (type === undefined || !allowed.includes(type)) {
@@ -45,5 +46,7 @@ export function mediaType (header: string): string | undefined {
   const multipart = MULTIPART.exec(header)
   if (multipart) return 'multipart/form-data'
   const match = MEDIA_TYPE.exec(header)
-  return match ? match[1].toLowerCase() : undefined
+  const type = match?.[1].toLowerCase()
+  // a form without a boundary cannot be parsed: not a usable multipart type
+  return type?.startsWith('multipart/') ? undefined : type
 }

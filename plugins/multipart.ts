@@ -1,11 +1,9 @@
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { mediaType } from './content-type.js'
 import { AppError } from './problems.js'
 
 // Parser limits (busboy's) the multipart errors turn into 413; the form takes one file and nothing else.
-const BOUNDARY = /;\s*boundary=/i
 const TOO_LARGE = new Set(['FST_REQ_FILE_TOO_LARGE', 'FST_PARTS_LIMIT', 'FST_FIELDS_LIMIT'])
 
 /**
@@ -24,11 +22,6 @@ export default fp(async (fastify) => {
       parts: 3,
       headerPairs: 20
     }
-  })
-  // JSON is the default body type of every route (plugins/content-type.ts); here only a form will do.
-  fastify.addHook('onRequest', async (request) => {
-    const header = request.headers['content-type']
-    if (header !== undefined && (mediaType(header) !== 'multipart/form-data' || !BOUNDARY.test(header))) throw notMultipart()
   })
   // A request refused before its body was read (too large, wrong shape) closes the connection,
   // so the client stops sending instead of the server reading the rest for nothing.

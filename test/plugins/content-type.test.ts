@@ -22,15 +22,17 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
   app.post('/things', {
     schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
   }, async (request) => ({ accepted: request.body }))
-  // Like POST /v1/auth/token: one route may take a form besides JSON.
+  // Like POST /v1/auth/token: a route names the types it takes, here a form besides JSON.
   app.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(body as string)))
     })
     scope.post('/form', {
-      config: { contentTypes: ['application/x-www-form-urlencoded'] },
+      config: { contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
       schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
     }, async (request) => ({ accepted: request.body }))
+    // Like POST /v1/media: a route that names only a form refuses JSON.
+    scope.post('/upload', { config: { contentTypes: ['multipart/form-data'] } }, async () => ({ ok: true }))
   })
   await app.ready()
   t.teardown(() => app.close())
@@ -142,6 +144,10 @@ t.test('a route may name another type in config.contentTypes; other routes still
   t.equal(jsonToo.statusCode, 200, 'JSON stays allowed')
   const elsewhere = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ab' })
   t.equal(elsewhere.statusCode, 415)
+  const jsonOnFormOnly = await app.inject({ method: 'POST', url: '/upload', headers: { 'content-type': 'application/json' }, payload: VALID })
+  t.equal(jsonOnFormOnly.statusCode, 415, 'a route that names only multipart refuses JSON')
+  const noBoundary = await app.inject({ method: 'POST', url: '/upload', headers: { 'content-type': 'multipart/form-data' }, payload: 'x' })
+  t.equal(noBoundary.statusCode, 415, 'multipart without a boundary is refused')
   const textOnForm = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'text/plain' }, payload: 'name=ab' })
   t.equal(textOnForm.statusCode, 415)
 })

@@ -31,7 +31,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/auth/token', {
     onRequest: fastify.clientRateLimit,
     config: {
-      contentTypes: [FORM],
+      contentTypes: ['application/json', FORM],
       // After validation, so the key can read the username from the body.
       rateLimit: { max: fastify.config.AUTH_RATE_LIMIT_MAX, timeWindow: fastify.config.RATE_LIMIT_WINDOW, hook: 'preHandler', keyGenerator: ipAndUsername }
     },
