@@ -185,12 +185,19 @@ export interface StudentTable {
   updated_at: Timestamp
 }
 
+/** a number per cached read, bumped by triggers on every write that changes it (migration 0004) */
+export interface DataVersionTable {
+  name: string
+  version: ColumnType<number | string, number, number>
+}
+
 export interface Database {
   user: UserTable
   profile: ProfileTable
   post: PostTable
   post_tag: PostTagTable
   post_counter: PostCounterTable
+  data_version: DataVersionTable
   review: ReviewTable
   comment: CommentTable
   alert: AlertTable

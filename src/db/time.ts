@@ -31,6 +31,11 @@ export function nowMs (): number {
   return Math.max(Date.now(), lastMs)
 }
 
+/** nowMs as ISO text, for reads: a read must not advance the clock (at thousands of reads a second it would run ahead). */
+export function clockIso (): string {
+  return new Date(nowMs()).toISOString()
+}
+
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$/
 
 /** Is it an RFC 3339 date-time we accept (offset with or without colon, or none)? */

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { nowIso } from '../db/time.js'
+import { toDate } from '../db/time.js'
 import type { Executor } from './outbox.js'
 
 /**
@@ -8,10 +8,17 @@ import type { Executor } from './outbox.js'
  * published_at, and the scheduled ones (published_at still ahead) are few and found through
  * post_published_at_idx. One statement, so both parts read the same snapshot.
  */
-export async function countPublishedPosts (db: Executor, type?: string): Promise<number> {
+export async function countPublishedPosts (db: Executor, now: string, type?: string): Promise<number> {
   const ofType = type === undefined ? sql`` : sql`and type = ${type}`
   const { rows } = await sql<{ total: number | string | null }>`select
       coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
-      - (select count(*) from post where published_at > ${nowIso()} ${ofType}) as total`.execute(db)
+      - (select count(*) from post where published_at > ${now} ${ofType}) as total`.execute(db)
   return Number(rows[0]?.total ?? 0)
+}
+
+/** When the next scheduled post comes due (ms), after `now`; Infinity if none is scheduled. */
+export async function nextScheduledMs (db: Executor, now: string): Promise<number> {
+  const row = await db.selectFrom('post').select(eb => eb.fn.min('published_at').as('next'))
+    .where('published_at', '>', now).executeTakeFirst()
+  return row?.next == null ? Infinity : toDate(row.next).getTime()
 }

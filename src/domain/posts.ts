@@ -3,9 +3,10 @@ import { sql } from 'kysely'
 import { AppError } from '../../plugins/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
-import { formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
+import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
-import { countPublishedPosts } from './post-counter.js'
+import { countPublishedPosts, nextScheduledMs } from './post-counter.js'
+import { VersionedCache } from './versioned-cache.js'
 import { enqueueEmail, type Executor } from './outbox.js'
 import { getCreator } from './users.js'
 
@@ -76,26 +77,45 @@ export interface PostScope {
 }
 
 /** A page of posts and the total the filters match. The public lists hold published posts only. */
-export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
-  const q = filterPosts(selectPosts(db), query, scope)
+export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<PostPage> {
+  const now = clockIso()
+  const total = counterTotal(db, query, scope, now)
+  if (total === undefined || query.offset !== 0) return readPosts(db, query, scope, now, total)
+  // The public first pages (all posts or one type): the busiest read, from memory until a post changes.
+  let cache = firstPages.get(db)
+  if (!cache) firstPages.set(db, cache = new VersionedCache('post_list', FIRST_PAGES_MAX_CHARS))
+  return cache.get(db, `${query.type}|${query.sort}|${query.limit}`, Date.parse(now), async () => {
+    const [page, until] = await Promise.all([readPosts(db, query, scope, now, total), nextScheduledMs(db, now)])
+    return { value: page, until, weight: page.posts.reduce((n, p) => n + p.title.length + p.body.length + 300, 0) }
+  })
+}
+
+interface PostPage { posts: Post[], total: number }
+
+const firstPages = new WeakMap<Executor, VersionedCache<PostPage>>()
+// What the cached first pages may hold, in characters: a few MB whatever the bodies.
+const FIRST_PAGES_MAX_CHARS = 4_000_000
+
+async function readPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope, now: string, total?: () => Promise<number>): Promise<PostPage> {
+  const q = filterPosts(selectPosts(db), query, scope, now)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
-  const { rows, total } = await fetchPage(q, sort, query, counterTotal(db, query, scope))
-  return { posts: rows.map(toPost), total }
+  const { rows, total: counted } = await fetchPage(q, sort, query, total)
+  return { posts: rows.map(toPost), total: counted }
 }
 
 /** The public lists filtered by type at most take their total from post_counter, not count(*) over every post. */
-function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope): (() => Promise<number>) | undefined {
+function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string): (() => Promise<number>) | undefined {
   const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
   if (scope.unpublished || creatorId !== undefined || query.tags !== undefined) return undefined
-  return () => countPublishedPosts(db, query.type)
+  return () => countPublishedPosts(db, now, query.type)
 }
 
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>
 
 /** The filters of every post list (v1 and v2): visibility, creator, type, tags. */
-function filterPosts (select: ReturnType<typeof selectPosts>, query: PostFilters | CreatorPostListQuery, scope: PostScope) {
+function filterPosts (select: ReturnType<typeof selectPosts>, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string) {
   let q = select
-  if (!scope.unpublished) q = q.where('post.published_at', '<=', nowIso())
+  if (!scope.unpublished) q = q.where('post.published_at', '<=', now)
   const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
   if (creatorId !== undefined) q = q.where('post.creator_id', '=', creatorId)
   if (query.type !== undefined) q = q.where('post.type', '=', query.type)
@@ -118,10 +138,11 @@ export interface PostPosition { sort_at: string, id: string }
  * does, and a post written meanwhile (it sorts first) never shifts the pages that follow.
  */
 export async function listPostsAfter (db: Executor, query: PostFilters & { limit: number }, after?: PostPosition): Promise<{ posts: Post[], total: number, next?: PostPosition }> {
-  const q = filterPosts(selectPosts(db), query, {})
+  const now = clockIso()
+  const q = filterPosts(selectPosts(db), query, {}, now)
   let page = q.select('post.sort_at')
   if (after) page = page.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(after.sort_at, after.id)))
-  const counted = counterTotal(db, query, {}) ??
+  const counted = counterTotal(db, query, {}, now) ??
     (async () => Number((await q.clearSelect().select(sql<number | string>`count(*)`.as('total')).executeTakeFirstOrThrow()).total))
   const [rows, total] = await Promise.all([
     page.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(query.limit + 1).execute(),

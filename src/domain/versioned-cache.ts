@@ -1,0 +1,56 @@
+import { sql } from 'kysely'
+import type { Executor } from './outbox.js'
+
+interface Entry<T> { version: string, until: number, weight: number, value: T }
+
+/**
+ * Repeat reads answered from memory, and exact across instances: every lookup first reads its
+ * data_version row (one primary-key read; triggers bump it in the same transaction as any write
+ * that changes the read, see migration 0004), and a changed version refills. The version is read
+ * before the fill, so a write landing during a fill can only make the entry refill once more,
+ * never stay stale. Least recently used entries go first once `maxWeight` is held.
+ */
+export class VersionedCache<T> {
+  readonly #entries = new Map<string, Entry<T>>()
+  #weight = 0
+
+  constructor (private readonly name: string, private readonly maxWeight: number) {}
+
+  /**
+   * The value for `key`: cached while the version holds and the clock is before the `until` the
+   * fill gave (a time the answer changes without a write: a scheduled post coming due).
+   * `weight` (e.g. characters held) keeps memory bounded.
+   */
+  async get (db: Executor, key: string, now: number, fill: () => Promise<{ value: T, until: number, weight: number }>): Promise<T> {
+    const version = await readVersion(db, this.name)
+    const hit = this.#entries.get(key)
+    if (hit && hit.version === version && now < hit.until) {
+      this.#entries.delete(key) // re-insert: Map order is the recency order
+      this.#entries.set(key, hit)
+      return hit.value
+    }
+    const { value, until, weight } = await fill()
+    this.#drop(key)
+    if (weight <= this.maxWeight) {
+      this.#entries.set(key, { version, until, weight, value })
+      this.#weight += weight
+      for (const oldest of this.#entries.keys()) {
+        if (this.#weight <= this.maxWeight) break
+        this.#drop(oldest)
+      }
+    }
+    return value
+  }
+
+  #drop (key: string): void {
+    const entry = this.#entries.get(key)
+    if (!entry) return
+    this.#weight -= entry.weight
+    this.#entries.delete(key)
+  }
+}
+
+async function readVersion (db: Executor, name: string): Promise<string> {
+  const { rows } = await sql<{ version: number | string }>`select version from data_version where name = ${name}`.execute(db)
+  return String(rows[0]?.version)
+}
