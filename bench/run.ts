@@ -105,9 +105,12 @@ async function stop (server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
+// npm start's own command line (package.json), node flags included: the benchmark runs what production runs.
+const START_ARGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' ').slice(1)
+
 /** Roja with production settings: logging on (to a file), metrics, rate limits, security headers. */
 function startRoja (name: string, databaseUrl: string, profile = false): Promise<Server> {
-  const entry = BUILT ? ['dist/src/server.js'] : ['--import', 'tsx', 'src/server.ts']
+  const entry = BUILT ? START_ARGS : [...START_ARGS.slice(0, -1), '--import', 'tsx', 'src/server.ts']
   const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench', '.tmp', 'profiles')}`] : []
   return start(name, [...prof, ...entry], {
     ENVIRONMENT: 'production',

@@ -22,6 +22,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook: a valid bearer token of an existing, active user, or 401/403 */
     authenticate: (request: FastifyRequest) => Promise<void>
+    /**
+     * The user id of a valid bearer token, or 401; the account is NOT read. Only for a route
+     * that reads the user row in its own query and passes it to activeAccount (GET /profiles/me).
+     */
+    tokenUserId: (request: FastifyRequest) => string
     /** preHandler hook: the caller must be a creator (403 UserNotCreator) */
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user id */
@@ -31,6 +36,20 @@ declare module 'fastify' {
 
 // The auth scheme is case-insensitive (RFC 9110 §11.1); the token is a three-part compact JWS.
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
+
+const invalidToken = () => new AppError('InvalidCredentials', 'the token is invalid or has expired', {
+  headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
+})
+
+/**
+ * The account rule, in one place: the token's user must still exist (401 invalid_token) and be
+ * active (403 UserIsBanned). Read on every request, so a ban or a deletion takes effect at once.
+ */
+export function activeAccount<T extends { is_active: boolean | number }> (row: T | undefined): T {
+  if (!row) throw invalidToken()
+  if (!row.is_active) throw new AppError('UserIsBanned', 'this account is banned')
+  return row
+}
 
 /** Throws UserNotOwner unless the caller owns the resource (spec 5.4). */
 export function assertOwner (request: FastifyRequest, ownerId: string): void {
@@ -58,29 +77,29 @@ export default fp(async (fastify) => {
     expires_in: config.ACCESS_TOKEN_TTL
   }))
 
-  fastify.decorate('authenticate', async (request: FastifyRequest) => {
+  fastify.decorate('tokenUserId', (request: FastifyRequest): string => {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
       throw new AppError('NotAuthenticated', 'this route needs a bearer token', { headers: { 'www-authenticate': 'Bearer' } })
     }
     const match = BEARER.exec(header)
-    const invalid = new AppError('InvalidCredentials', 'the token is invalid or has expired', {
-      headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
-    })
-    if (!match) throw invalid
+    if (!match) throw invalidToken()
     let payload: { id?: unknown }
     try {
       payload = fastify.jwt.verify<{ id?: unknown }>(match[1])
     } catch {
-      throw invalid
+      throw invalidToken()
     }
-    if (typeof payload.id !== 'string') throw invalid
-    const user = await fastify.db.selectFrom('user')
+    if (typeof payload.id !== 'string') throw invalidToken()
+    return payload.id
+  })
+
+  fastify.decorate('authenticate', async (request: FastifyRequest) => {
+    const id = fastify.tokenUserId(request)
+    const user = activeAccount(await fastify.db.selectFrom('user')
       .select(['id', 'username', 'email', 'is_creator', 'is_active'])
-      .where('id', '=', payload.id)
-      .executeTakeFirst()
-    if (!user) throw invalid
-    if (!user.is_active) throw new AppError('UserIsBanned', 'this account is banned')
+      .where('id', '=', id)
+      .executeTakeFirst())
     request.user = { ...user, is_creator: Boolean(user.is_creator), is_active: true }
   })
 

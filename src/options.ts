@@ -22,6 +22,8 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
         censor: '[redacted]'
       }
     },
+    // plugins/request-log.ts writes one line per request instead of Fastify's two
+    disableRequestLogging: true,
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: () => randomUUID(),

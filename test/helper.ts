@@ -54,6 +54,8 @@ export interface BuildOptions {
   env?: Record<string, string>
   /** collect every log line (as text) here */
   logs?: string[]
+  /** the level of those logs (trace unless given) */
+  logLevel?: string
   /** reuse a database made by freshDatabase (e.g. to restart the app on the same data) */
   database?: { url: string, schema?: string }
   /** outbox worker settings (it only runs in the background once the app listens) */
@@ -68,7 +70,7 @@ export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyI
     ? {
         logger: {
           ...(serverOptions(config).logger as object),
-          level: 'trace',
+          level: opts.logLevel ?? 'trace',
           stream: new Writable({ write (chunk, _enc, cb) { opts.logs!.push(String(chunk)); cb() } })
         }
       }

@@ -65,7 +65,8 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
       HOST: '127.0.0.1',
       PORT: String(port),
       DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
+      // debug: the arrival line tells the test the in-flight request has reached the server
+      LOG_LEVEL: 'debug',
       SHUTDOWN_GRACE_MS: '60000',
       // the start itself blocks the loop; the test is about shutdown, not load shedding
       MAX_EVENT_LOOP_DELAY_MS: '60000'

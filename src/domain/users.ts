@@ -100,6 +100,12 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
   return toProfile(row)
 }
 
+/** The caller's profile and the account's state (is_active) in one read, for GET /profiles/me. */
+export async function findMyProfile (db: Db, id: string): Promise<(MyProfile & { is_active: boolean | number }) | undefined> {
+  const row = await selectProfile(db).select(['user.email', 'user.is_active']).where('profile.id', '=', id).executeTakeFirst()
+  return row && { ...toProfile(row), email: row.email, is_active: row.is_active }
+}
+
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
   const row = await selectProfile(db).select('user.email').where('profile.id', '=', id).executeTakeFirst()
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)

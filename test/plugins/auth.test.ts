@@ -83,6 +83,10 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     const res = await me(`Bearer ${gone.token}`)
     t.equal(res.statusCode, 401)
     t.equal(json(res).code, 'InvalidCredentials')
+    t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"')
+    const put = await app.inject({ method: 'PUT', url: '/v1/profiles/me', headers: gone.headers, payload: { first_name: 'X' } })
+    t.equal(put.statusCode, 401, 'PUT too (the other path to the same rule)')
+    t.equal(json(put).code, 'InvalidCredentials')
   })
 
   t.test('a banned user is 403 UserIsBanned on every authenticated route of profiles', async (t) => {
