@@ -86,6 +86,7 @@ t.test('formatDateTime: UTC, colon-less offset, no fraction', async (t) => {
   t.equal(formatDateTime(new Date(Date.UTC(2026, 10, 21, 9, 30, 5, 999))), '2026-11-21T09:30:05+0000')
   t.equal(formatDateTime('2026-11-21T09:30:05.999Z'), '2026-11-21T09:30:05+0000', 'the fraction is dropped, not rounded')
   t.equal(formatDateTime('2026-11-21T01:30:00+02:00'), '2026-11-20T23:30:00+0000', 'other zones become UTC')
+  t.equal(formatDateTime('2026-11-21T01:30:00+0200'), '2026-11-20T23:30:00+0000', 'as long as the stored UTC form, but another zone: parsed')
   t.equal(formatNullableDateTime(null), null)
   t.equal(formatNullableDateTime('2026-01-01T00:00:00Z'), '2026-01-01T00:00:00+0000')
   t.match(formatDateTime(nowIso()), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/)

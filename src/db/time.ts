@@ -2,6 +2,8 @@
 
 /** `YYYY-MM-DDTHH:MM:SS+0000`: UTC, colon-less offset, no fraction. */
 export function formatDateTime (value: Date | string): string {
+  // What Roja stores on SQLite is already toISOString's UTC form: cut it rather than parse it.
+  if (typeof value === 'string' && value.length === 24 && value[23] === 'Z' && value[10] === 'T') return value.slice(0, 19) + '+0000'
   return toDate(value).toISOString().slice(0, 19) + '+0000'
 }
 
