@@ -13,7 +13,6 @@ import openapi from '../plugins/openapi.js'
 import outbox, { type OutboxOptions } from '../plugins/outbox.js'
 import problems from '../plugins/problems.js'
 import rateLimit from '../plugins/rate-limit.js'
-import requestLog from '../plugins/request-log.js'
 import security from '../plugins/security.js'
 import underPressure from '../plugins/under-pressure.js'
 import { components } from '../schemas/index.js'
@@ -32,7 +31,6 @@ export interface AppOptions {
 /** The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this. */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(config, { config: opts.config })
-  await fastify.register(requestLog)
   await fastify.register(problems)
   await fastify.register(contentType)
   await fastify.register(security)

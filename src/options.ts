@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import formats from 'ajv-formats'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
-import type { FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
 import { frameworkErrors } from '../plugins/problems.js'
 import { isLenientDateTime } from './db/time.js'
@@ -22,8 +22,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
         censor: '[redacted]'
       }
     },
-    // plugins/request-log.ts writes one line per request instead of Fastify's two
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: () => randomUUID(),
@@ -43,6 +42,23 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
       : {}),
     ...overrides
+  }
+}
+
+/**
+ * One log line per request at info, written when the answer has gone, with the method, url,
+ * status and time together (Fastify's default is two lines, and the url only on the first; at
+ * thousands of requests a second the second line is a tenth of the work). The arrival is logged
+ * at debug, for following a request that never finishes.
+ */
+class OneLinePerRequest extends LogController {
+  incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }
 

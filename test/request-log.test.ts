@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { build } from './helper.js'
 
 const lines = (logs: string[]) => logs.map(l => JSON.parse(l) as Record<string, any>).filter(l => l.reqId !== undefined)
 
