@@ -285,7 +285,11 @@ async function benchDialect (dialect: string) {
     if (wanted('list')) result.list = await group('list', [
       { name: 'roja', url: roja.url + listPath },
       { name: 'fastify-baseline', url: fastifyBaseline.url + listPath },
-      { name: 'node-http', url: httpBaseline.url + listPath }
+      { name: 'node-http', url: httpBaseline.url + listPath },
+      // Not goals, for reading the figures: page 2 is never cached (both queries every time), and
+      // /version is the production plugin chain with no database and a tiny body: Roja's ceiling.
+      { name: 'roja page 2 (uncached)', url: `${roja.url}${listPath}&offset=10` },
+      { name: 'roja /version', url: `${roja.url}/version` }
     ])
     if (wanted('auth')) result.auth = await group('auth', [
       { name: 'public profile', url: `${roja.url}/v1/profiles/${me.id as string}` },
@@ -341,7 +345,8 @@ function goals (r: any): Goal[] {
   if (r.cursor) { const k = Object.keys(r.cursor.ratios)[0]; add(`${k} p50 ≤ 1.5×`, r.cursor.ratios[k].p50, r.cursor.ratios[k].p50 <= 1.5) }
   if (r.startup) {
     add('cold start to ready < 1000 ms', r.startup.readyMs, r.startup.readyMs < 1000, ' ms')
-    add('idle RSS < 120 MiB', r.startup.idleRssMiB, r.startup.idleRssMiB < 120, ' MiB')
+    const mb = r.startup.idleRssMiB * 1.048576 // the goal is in MB (10^6 bytes): the stricter reading
+    add('idle RSS < 120 MB', mb, mb < 120, ' MB')
   }
   return out
 }
@@ -359,7 +364,7 @@ function table (dialect: string, r: any): string {
       row([target, s.reqs.toFixed(0), String(s.p50), String(s.p99), String(s.non2xx + s.errors), ratio ? `${ratio.reqs.toFixed(2)}× (p50 ${ratio.p50.toFixed(2)}×)` : 'reference'])
     }
   }
-  if (r.startup) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB`)
+  if (r.startup) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)
   for (const g of goals(r)) lines.push(`${g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
   return lines.join('\n')
 }
