@@ -297,7 +297,10 @@ async function benchDialect (dialect: string) {
     ])
     if (wanted('size')) result.size = await group('size', [
       { name: `list at ${SMALL}`, url: roja.url + listPath },
-      { name: `list at ${LARGE}`, url: rojaLarge.url + listPath }
+      { name: `list at ${LARGE}`, url: rojaLarge.url + listPath },
+      // the same without the first-page cache: page 2 runs the page query and the total every time
+      { name: `page 2 at ${SMALL} (uncached)`, url: `${roja.url}${listPath}&offset=10` },
+      { name: `page 2 at ${LARGE} (uncached)`, url: `${rojaLarge.url}${listPath}&offset=10` }
     ])
     if (wanted('cursor')) result.cursor = await group('cursor', [
       { name: 'v2 page 1', url: `${rojaLarge.url}/v2/posts?limit=10` },
@@ -341,7 +344,15 @@ function goals (r: any): Goal[] {
     add('list req/s ≥ 0.25× node:http', 1 / http, 1 / http >= 0.25)
   }
   if (r.auth) add('profiles/me req/s ≥ 0.8× public profile', r.auth.ratios['profiles/me / public profile'].reqs, r.auth.ratios['profiles/me / public profile'].reqs >= 0.8)
-  if (r.size) { const k = Object.keys(r.size.ratios)[0]; add(`list p50 ${k} ≤ 2×`, r.size.ratios[k].p50, r.size.ratios[k].p50 <= 2) }
+  if (r.size) {
+    const [cached, small, large] = Object.keys(r.size.ratios)
+    add(`list p50 ${cached} ≤ 2×`, r.size.ratios[cached].p50, r.size.ratios[cached].p50 <= 2)
+    // each uncached page against the same run's reference, so their quotient is a same-run ratio too
+    if (large) {
+      const uncached = r.size.ratios[large].p50 / r.size.ratios[small].p50
+      add('uncached page 2 p50 at large ÷ small ≤ 2×', uncached, uncached <= 2)
+    }
+  }
   if (r.cursor) { const k = Object.keys(r.cursor.ratios)[0]; add(`${k} p50 ≤ 1.5×`, r.cursor.ratios[k].p50, r.cursor.ratios[k].p50 <= 1.5) }
   if (r.startup) {
     add('cold start to ready < 1000 ms', r.startup.readyMs, r.startup.readyMs < 1000, ' ms')
