@@ -6,7 +6,7 @@ import { isPostgres } from '../db/dialect.js'
 import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts, nextScheduledMs } from './post-counter.js'
-import { VersionedCache } from './versioned-cache.js'
+import { cachePerDatabase } from './versioned-cache.js'
 import { enqueueEmail, type Executor } from './outbox.js'
 import { getCreator } from './users.js'
 
@@ -82,9 +82,7 @@ export async function listPosts (db: Executor, query: PostListQuery | CreatorPos
   const total = counterTotal(db, query, scope, now)
   if (total === undefined || query.offset !== 0) return readPosts(db, query, scope, now, total)
   // The public first pages (all posts or one type): the busiest read, from memory until a post changes.
-  let cache = firstPages.get(db)
-  if (!cache) firstPages.set(db, cache = new VersionedCache('post_list', FIRST_PAGES_MAX_CHARS))
-  return cache.get(db, `${query.type}|${query.sort}|${query.limit}`, Date.parse(now), async () => {
+  return firstPages(db).get(db, `${query.type}|${query.sort}|${query.limit}`, Date.parse(now), async () => {
     const [page, until] = await Promise.all([readPosts(db, query, scope, now, total), nextScheduledMs(db, now)])
     return { value: page, until, weight: page.posts.reduce((n, p) => n + p.title.length + p.body.length + 300, 0) }
   })
@@ -92,9 +90,10 @@ export async function listPosts (db: Executor, query: PostListQuery | CreatorPos
 
 interface PostPage { posts: Post[], total: number }
 
-const firstPages = new WeakMap<Executor, VersionedCache<PostPage>>()
 // What the cached first pages may hold, in characters: a few MB whatever the bodies.
-const FIRST_PAGES_MAX_CHARS = 4_000_000
+const firstPages = cachePerDatabase<PostPage>('post_list', 4_000_000)
+// The totals by type ('' for all): a handful of numbers.
+const publishedTotals = cachePerDatabase<number>('post_list', 1_000)
 
 async function readPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope, now: string, total?: () => Promise<number>): Promise<PostPage> {
   const q = filterPosts(selectPosts(db), query, scope, now)
@@ -103,11 +102,18 @@ async function readPosts (db: Executor, query: PostListQuery | CreatorPostListQu
   return { posts: rows.map(toPost), total: counted }
 }
 
-/** The public lists filtered by type at most take their total from post_counter, not count(*) over every post. */
+/**
+ * The public lists filtered by type at most take their total from post_counter, not count(*) over
+ * every post, and keep it in memory until a post changes or a scheduled one comes due: then no
+ * page, however deep or large the table, counts the scheduled posts again.
+ */
 function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string): (() => Promise<number>) | undefined {
   const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
   if (scope.unpublished || creatorId !== undefined || query.tags !== undefined) return undefined
-  return () => countPublishedPosts(db, now, query.type)
+  return () => publishedTotals(db).get(db, query.type ?? '', Date.parse(now), async () => {
+    const [value, until] = await Promise.all([countPublishedPosts(db, now, query.type), nextScheduledMs(db, now)])
+    return { value, until, weight: 1 }
+  })
 }
 
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>

@@ -50,6 +50,16 @@ export class VersionedCache<T> {
   }
 }
 
+/** One cache per database handle (each app has its own, and so each test), made on first use. */
+export function cachePerDatabase<T> (name: string, maxWeight: number): (db: Executor) => VersionedCache<T> {
+  const caches = new WeakMap<Executor, VersionedCache<T>>()
+  return (db) => {
+    let cache = caches.get(db)
+    if (!cache) caches.set(db, cache = new VersionedCache<T>(name, maxWeight))
+    return cache
+  }
+}
+
 async function readVersion (db: Executor, name: string): Promise<string> {
   const { rows } = await sql<{ version: number | string }>`select version from data_version where name = ${name}`.execute(db)
   return String(rows[0]?.version)

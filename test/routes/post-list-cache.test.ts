@@ -62,10 +62,15 @@ t.test('a scheduled post shows up when it comes due, with no write in between', 
   const early = await firstPage(app)
   t.same(early, { status: 200, titles: ['now'], names: ['Test'], total: 1 }, 'not yet due, and now cached')
   t.same(await firstPage(app), early, 'still before it is due')
+  t.equal((await firstPage(app, '?offset=1')).total, 1, 'a later page: the cached total')
+  t.equal((await firstPage(app, '?type=ARTICLE&offset=1')).total, 1, 'by type too')
   await new Promise(resolve => setTimeout(resolve, due - Date.now() + 20))
   const late = await firstPage(app)
   t.same(late.titles, ['scheduled', 'now'], 'due: on the first page, without a write')
   t.equal(late.total, 2, 'and counted')
+  t.same(await firstPage(app, '?offset=1'), { status: 200, titles: ['now'], names: ['Test'], total: 2 }, 'in a later page\'s total as well')
+  t.equal((await firstPage(app, '?type=ARTICLE&offset=1')).total, 2, 'and by type')
+  t.equal(json(await app.inject({ method: 'GET', url: '/v2/posts?limit=1' })).total, 2, 'and in v2')
 })
 
 t.test('two instances on one database: a write through one is in the other\'s next read', async (t) => {
