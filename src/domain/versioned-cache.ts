@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import type { Executor } from './outbox.js'
 
-interface Entry<T> { version: string, until: number, weight: number, value: T }
+interface Filled<T> { value: T, until: number, weight: number }
+interface Entry<T> extends Filled<T> { version: string }
 
 /**
  * Repeat reads answered from memory, and exact across instances: every lookup first reads its
@@ -12,6 +13,7 @@ interface Entry<T> { version: string, until: number, weight: number, value: T }
  */
 export class VersionedCache<T> {
   readonly #entries = new Map<string, Entry<T>>()
+  readonly #pending = new Map<string, { version: string, filled: Promise<Filled<T>> }>()
   #weight = 0
 
   constructor (private readonly name: string, private readonly maxWeight: number) {}
@@ -21,7 +23,7 @@ export class VersionedCache<T> {
    * fill gave (a time the answer changes without a write: a scheduled post coming due).
    * `weight` (e.g. characters held) keeps memory bounded.
    */
-  async get (db: Executor, key: string, now: number, fill: () => Promise<{ value: T, until: number, weight: number }>): Promise<T> {
+  async get (db: Executor, key: string, now: number, fill: () => Promise<Filled<T>>): Promise<T> {
     const version = await readVersion(db, this.name)
     const hit = this.#entries.get(key)
     if (hit && hit.version === version && now < hit.until) {
@@ -29,17 +31,33 @@ export class VersionedCache<T> {
       this.#entries.set(key, hit)
       return hit.value
     }
-    const { value, until, weight } = await fill()
+    // Misses of one key and version share one fill: after a write, the requests waiting on the
+    // page do not all read it again. The fill began after this version was read, so it is fresh enough.
+    const pending = this.#pending.get(key)
+    if (pending?.version === version) {
+      const { value, until } = await pending.filled
+      // A scheduled post came due after the shared fill took its clock: this request reads for itself.
+      return now < until ? value : (await fill()).value
+    }
+    const mine = { version, filled: this.#fill(key, version, fill) }
+    this.#pending.set(key, mine)
+    const done = () => { if (this.#pending.get(key) === mine) this.#pending.delete(key) }
+    mine.filled.then(done, done)
+    return (await mine.filled).value
+  }
+
+  async #fill (key: string, version: string, fill: () => Promise<Filled<T>>): Promise<Filled<T>> {
+    const filled = await fill()
     this.#drop(key)
-    if (weight <= this.maxWeight) {
-      this.#entries.set(key, { version, until, weight, value })
-      this.#weight += weight
+    if (filled.weight <= this.maxWeight) {
+      this.#entries.set(key, { version, until: filled.until, weight: filled.weight, value: filled.value })
+      this.#weight += filled.weight
       for (const oldest of this.#entries.keys()) {
         if (this.#weight <= this.maxWeight) break
         this.#drop(oldest)
       }
     }
-    return value
+    return filled
   }
 
   #drop (key: string): void {

@@ -118,3 +118,42 @@ t.test('VersionedCache holds at most maxWeight, least recently used out first, a
   await cache.get(app.db, 'timed', until - 1, async () => { fills.push('timed'); return { value: 'T', until: Infinity, weight: 1 } })
   t.same(fills.slice(6), ['timed', 'timed', 'timed'], 'a new version: read again')
 })
+
+t.test('VersionedCache: concurrent misses of one version share one fill, and nothing else waits on it', async (t) => {
+  const app = await build(t)
+  const cache = new VersionedCache<string>('post_list', 10)
+  let fills = 0
+  const gated = () => {
+    let open!: () => void
+    const gate = new Promise<void>(resolve => { open = resolve })
+    return { open, fill: async (value: string, until = Infinity) => { fills++; await gate; return { value, until, weight: 1 } } }
+  }
+  const settle = () => new Promise(resolve => setTimeout(resolve, 50)) // every caller has read the version by then
+
+  const first = gated()
+  const waiting = Array.from({ length: 20 }, () => cache.get(app.db, 'k', 1000, () => first.fill('one')))
+  await settle()
+  t.equal(fills, 1, 'twenty misses at once, one fill')
+  first.open()
+  t.same(await Promise.all(waiting), Array(20).fill('one'), 'all twenty get its value')
+  t.equal(await cache.get(app.db, 'k', 1000, async () => { fills++; return { value: 'again', until: Infinity, weight: 1 } }), 'one', 'and it is cached')
+  t.equal(fills, 1)
+
+  // a new version does not join a fill begun under the old one
+  await sql`update data_version set version = version + 1 where name = 'post_list'`.execute(app.db)
+  const old = gated()
+  const slow = cache.get(app.db, 'j', 1000, () => old.fill('old'))
+  await settle()
+  await sql`update data_version set version = version + 1 where name = 'post_list'`.execute(app.db)
+  t.equal(await cache.get(app.db, 'j', 1000, async () => { fills++; return { value: 'new', until: Infinity, weight: 1 } }), 'new', 'answered while the old fill still waits')
+  old.open()
+  t.equal(await slow, 'old')
+
+  // a caller whose clock is past the shared fill's `until` reads for itself
+  const due = gated()
+  const early = cache.get(app.db, 'd', 1000, () => due.fill('before', 1500))
+  await settle()
+  const late = cache.get(app.db, 'd', 2000, async () => { fills++; return { value: 'after', until: Infinity, weight: 1 } })
+  due.open()
+  t.same([await early, await late], ['before', 'after'], 'the later clock does not take the earlier answer')
+})
