@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateOnly, DateTime, LIMIT_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref, Nullable } from './common.js'
+import { DateOnly, DateTime, LIMIT_MAX, OFFSET_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref, Nullable } from './common.js'
 import { UserSummary } from './posts.js'
 
 export const Class = Type.Object({
@@ -68,7 +68,8 @@ export const StudentListQuery = Type.Object({
   ...studentBase.properties,
   limit: Type.Optional(Type.Integer({ ...limitRule, description: 'page size (default 10); not with page/count' })),
   offset: Type.Optional(Type.Integer({ ...offsetRule, description: 'items skipped (default 0); not with page/count' })),
-  page: Type.Optional(Type.Integer({ minimum: 1, description: '1-based page number; not with limit/offset' })),
+  // the offset a page stands for stays within OFFSET_MAX at any count
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: Math.floor(OFFSET_MAX / LIMIT_MAX), description: '1-based page number; not with limit/offset' })),
   count: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMIT_MAX, description: 'page size of the page form (default 10)' }))
 }, { additionalProperties: false })
 export type StudentListQuery = Static<typeof StudentListQuery>

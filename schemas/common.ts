@@ -79,11 +79,13 @@ export const QueuedStatus = Type.Object({ status: Type.Literal('queued') }, {
 
 export const LIMIT_DEFAULT = 10
 export const LIMIT_MAX = 100
+/** The largest offset (and any other unbounded integer input): past 2^53 − 1 a JSON number is not exact, nor safe to hand to SQL. */
+export const OFFSET_MAX = Number.MAX_SAFE_INTEGER
 
 /** limit/offset paging, shared by every list (DESIGN §1). */
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'page size' }),
-  offset: Type.Integer({ minimum: 0, default: 0, description: 'number of items skipped' })
+  offset: Type.Integer({ minimum: 0, maximum: OFFSET_MAX, default: 0, description: 'number of items skipped' })
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
+import { DateTime, ListOf, ListQuery, OFFSET_MAX, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
 import { Post } from './posts.js'
 
 /** A course is a post of type COURSE, shown as the post plus how many chapters it has. */
@@ -11,6 +11,7 @@ export type Course = Static<typeof Course>
 
 const Position = Type.Integer({
   minimum: 1,
+  maximum: OFFSET_MAX,
   description: '1-based place in the order; later items shift down. Absent or past the end: appended'
 })
 

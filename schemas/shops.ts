@@ -83,8 +83,8 @@ export const ProductList = ListOf('products', ref(Product), 'ProductList')
 export const PRODUCT_SORTABLE = ['name', 'price_cents', 'created_at', 'updated_at'] as const
 export const ProductListQuery = ListQuery(PRODUCT_SORTABLE, {
   currency: Type.Optional(Currency),
-  min_price_cents: Type.Optional(Type.Integer({ minimum: 0, description: 'only products at this price or more' })),
-  max_price_cents: Type.Optional(Type.Integer({ minimum: 0, description: 'only products at this price or less' }))
+  min_price_cents: Type.Optional(Type.Integer({ minimum: 0, maximum: PRICE_MAX, description: 'only products at this price or more' })),
+  max_price_cents: Type.Optional(Type.Integer({ minimum: 0, maximum: PRICE_MAX, description: 'only products at this price or less' }))
 }, '-created_at')
 export type ProductListQuery = Static<typeof ProductListQuery>
 

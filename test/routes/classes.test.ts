@@ -189,6 +189,9 @@ t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging 
   t.same(await names('page=9&count=2'), [])
   t.match((await get('page=9&count=2')).headers.link, /page=3&count=2>; rel="prev"/, 'prev from beyond the end is the last page')
   t.same(await names('count=100'), ['a', 'b', 'c', 'd', 'e'])
+  t.same(await names('page=90071992547409&count=100'), [], 'the last page number (its offset is still an exact integer)')
+  t.equal((await get('page=90071992547410')).statusCode, 422, 'one page further is refused')
+  t.equal((await get('page=1e308')).statusCode, 422)
 
   for (const q of ['page=1&limit=2', 'count=2&offset=1', 'page=2&count=2&limit=2&offset=0']) {
     const res = await get(q)

@@ -61,7 +61,7 @@ t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or ins
   t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
   t.equal(json(await app.inject({ method: 'POST', url, headers: banned.headers, payload: { title: 'x' } })).code, 'UserIsBanned')
   t.equal(json(await app.inject({ method: 'POST', url: `/v1/courses/${article}/chapters`, headers: owner.headers, payload: { title: 'x' } })).code, 'CourseNotFound')
-  for (const payload of [{}, { title: '' }, { title: 'x', position: 0 }, { title: 'x', position: 1.5 }, { title: 'x', course_id: course }]) {
+  for (const payload of [{}, { title: '' }, { title: 'x', position: 0 }, { title: 'x', position: 1.5 }, { title: 'x', position: 2 ** 53 }, { title: 'x', position: 1e308 }, { title: 'x', course_id: course }]) {
     t.equal((await app.inject({ method: 'POST', url, headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
   }
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { title: 'A' } })

@@ -225,7 +225,8 @@ t.test('GET /v1/shops/{shopId}/products: filters by currency and price range, so
   t.equal(paged.total, 4)
   t.match(paged.link, /rel="prev"/)
   t.match(paged.link, /rel="next"/)
-  for (const q of ['currency=eur', 'min_price_cents=-1', 'sort=currency', 'price=1']) {
+  t.same((await names('max_price_cents=999999999999&sort=name')).names.length > 0, true, 'the price ceiling is accepted as a filter')
+  for (const q of ['currency=eur', 'min_price_cents=-1', 'sort=currency', 'price=1', 'min_price_cents=1000000000000', 'max_price_cents=1e308']) {
     t.equal((await app.inject({ method: 'GET', url: `${url}?${q}` })).statusCode, 422, q)
   }
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/shops/${randomUUID()}/products` })).code, 'ShopNotFound')
