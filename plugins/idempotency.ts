@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from './problems.js'
-import { nowIso } from '../src/db/time.js'
+import { clockIso } from '../src/db/time.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -102,7 +102,7 @@ export default fp(async (fastify) => {
 
   // Expired keys are removed now and then, so the table stays small.
   const timer = setInterval(() => {
-    db.deleteFrom('idempotency_key').where('expires_at', '<', nowIso()).execute().catch(() => {})
+    db.deleteFrom('idempotency_key').where('expires_at', '<', clockIso()).execute().catch(() => {})
   }, 3600_000)
   timer.unref()
   fastify.addHook('onClose', async () => clearInterval(timer))
