@@ -1,7 +1,7 @@
 import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from './problems.js'
+import { AppError } from '../src/domain/errors.js'
 
 export interface AuthUser {
   id: string

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { AppError } from './problems.js'
+import { AppError } from '../src/domain/errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

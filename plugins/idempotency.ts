@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from './problems.js'
+import { AppError } from '../src/domain/errors.js'
 import { clockIso } from '../src/db/time.js'
 
 declare module 'fastify' {

@@ -2,37 +2,15 @@ import { createHash, randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import fp from 'fastify-plugin'
+import type { MediaStorage } from '../src/domain/storage.js'
 
 /**
  * Streams move in chunks of at most this size, far under the 50 MiB ceiling of DESIGN §4:
  * memory per upload or download stays flat whatever the file size.
  */
 export const CHUNK_BYTES = 1024 * 1024
-
-export interface StoredObject {
-  size: number
-  /** lower-case hex */
-  sha256: string
-}
-
-/** An inclusive byte range, as range-parser gives it. */
-export interface ByteRange {
-  start: number
-  end: number
-}
-
-/** Where media bytes live. Keys are made by the server, never by a client. */
-export interface MediaStorage {
-  /** Stores the stream under `key`; all or nothing: a failure or abort leaves no trace. */
-  put: (key: string, source: Readable | AsyncIterable<Buffer>, opts?: { signal?: AbortSignal }) => Promise<StoredObject>
-  /** A read stream of the object (or of one range of it); null when there is no such object. */
-  open: (key: string, range?: ByteRange) => Promise<Readable | null>
-  /** Removes the object; no error when it is already gone. */
-  remove: (key: string) => Promise<void>
-}
 
 declare module 'fastify' {
   interface FastifyInstance {

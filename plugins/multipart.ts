@@ -1,7 +1,7 @@
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from './problems.js'
+import { AppError } from '../src/domain/errors.js'
 
 // Parser limits (busboy's) the multipart errors turn into 413; the form takes one file and nothing else.
 const TOO_LARGE = new Set(['FST_REQ_FILE_TOO_LARGE', 'FST_PARTS_LIMIT', 'FST_FIELDS_LIMIT'])

@@ -3,23 +3,7 @@ import FindMyWay from 'find-my-way'
 import type { FastifyError, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { HTTPMethod } from 'find-my-way'
 import { errorResponses, problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
-
-/** A catalogue error: handlers and domain functions throw it, the error handler renders it. */
-export class AppError extends Error {
-  readonly code: ProblemCode
-  readonly status: number
-  readonly errors?: ValidationIssue[]
-  readonly headers?: Record<string, string>
-
-  constructor (code: ProblemCode, detail?: string, extra: { errors?: ValidationIssue[], headers?: Record<string, string> } = {}) {
-    super(detail ?? problems[code].title)
-    this.name = 'AppError'
-    this.code = code
-    this.status = problems[code].status
-    this.errors = extra.errors
-    this.headers = extra.headers
-  }
-}
+import { AppError } from '../src/domain/errors.js'
 
 const LOCATION: Record<string, ValidationIssue['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
 const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']

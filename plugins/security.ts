@@ -1,7 +1,7 @@
 import cors from '@fastify/cors'
 import helmet from '@fastify/helmet'
 import fp from 'fastify-plugin'
-import { AppError } from './problems.js'
+import { AppError } from '../src/domain/errors.js'
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
 

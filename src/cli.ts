@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url'
 import { ConfigError, loadConfig } from '../plugins/config.js'
-import { AppError } from '../plugins/problems.js'
+import { AppError } from './domain/errors.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { parseSeedArgs, seed } from './db/seed.js'

@@ -4,7 +4,7 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  Kysely, OperationNodeTransformer, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
+  Kysely, OperationNodeTransformer, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
   type KyselyPlugin, type PluginTransformQueryArgs, type PrimitiveValueListNode, type PluginTransformResultArgs, type QueryResult,
   type RootOperationNode, type UnknownRow, type ValueNode
 } from 'kysely'
@@ -24,6 +24,8 @@ function loadPg (): typeof pg {
 }
 
 export type Db = Kysely<Database>
+/** The database or an open transaction: what a query function takes, so the caller owns the transaction. */
+export type Executor = Kysely<Database> | Transaction<Database>
 
 export interface DbOptions {
   /** PostgreSQL schema to work in (tests isolate each file in its own). */

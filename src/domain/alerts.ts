@@ -5,8 +5,9 @@ import type { Db } from '../db/dialect.js'
 import type { AlertTable } from '../db/schema.js'
 import { formatDateTime, formatNullableDateTime, nowIso } from '../db/time.js'
 import { fetchPage, parseSort, type Page } from './list.js'
-import { enqueueEmail, type Executor } from './outbox.js'
-import { found } from './resource.js'
+import type { Executor } from '../db/dialect.js'
+import { enqueueEmail } from './outbox.js'
+import { orNotFound } from './errors.js'
 
 export type { AlertKind }
 
@@ -66,7 +67,7 @@ export async function listAlerts (db: Db, userId: string, query: AlertListQuery,
  * so another user's alert is 403 UserNotOwner and a missing one 404 AlertNotFound.
  */
 export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: string, alert: Alert }> {
-  const row = await found(db.selectFrom('alert').selectAll().where('id', '=', alertId).executeTakeFirst(),
+  const row = await orNotFound(db.selectFrom('alert').selectAll().where('id', '=', alertId).executeTakeFirst(),
     'AlertNotFound', `no alert with id ${alertId}`)
   return { ownerId: row.user_id, alert: toAlert(row) }
 }
@@ -77,7 +78,7 @@ export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: str
  */
 export async function resendAlert (db: Db, alertId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const row = await found(trx.selectFrom('alert')
+    const row = await orNotFound(trx.selectFrom('alert')
       .innerJoin('user', 'user.id', 'alert.user_id')
       .leftJoin('post', 'post.id', 'alert.post_id')
       .select(['alert.id', 'alert.kind', 'alert.message', 'user.email', 'post.title'])

@@ -6,7 +6,8 @@ import type { ClassTable, StudentTable } from '../db/schema.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import { assertOwnCourse } from './courses.js'
 import { fetchPage, parseSort, type Page } from './list.js'
-import { found, ownerOf, ownersById } from './resource.js'
+import { orNotFound } from './errors.js'
+import { ownerOf, ownersById } from './people.js'
 
 /** Classes (optionally teaching one of the owner's courses) and their students, whose data only the class owner sees. */
 
@@ -52,7 +53,7 @@ export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
 }
 
 export async function getClass (db: Db, classId: string): Promise<Class> {
-  const row = await found(db.selectFrom('class').selectAll().where('id', '=', classId).executeTakeFirst(),
+  const row = await orNotFound(db.selectFrom('class').selectAll().where('id', '=', classId).executeTakeFirst(),
     'ClassNotFound', `no class with id ${classId}`)
   return toClass(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
 }
@@ -80,7 +81,7 @@ export async function listStudents (db: Db, classId: string, query: StudentListQ
 
 /** A student is found only in their own class: under another class it is 404. */
 export async function getStudent (db: Db, classId: string, studentId: string): Promise<Student> {
-  return toStudent(await found(db.selectFrom('student').selectAll().where('id', '=', studentId).where('class_id', '=', classId).executeTakeFirst(),
+  return toStudent(await orNotFound(db.selectFrom('student').selectAll().where('id', '=', studentId).where('class_id', '=', classId).executeTakeFirst(),
     'StudentNotFound', `no student with id ${studentId} in class ${classId}`))
 }
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { AppError } from '../../plugins/problems.js'
+import { AppError } from './errors.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
-import type { Executor } from './outbox.js'
+import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
 
 /** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
-import { AppError } from '../../plugins/problems.js'
+import { AppError, orNotFound } from './errors.js'
 import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { getPost } from './posts.js'
-import { found } from './resource.js'
 
 /**
  * Courses are posts of type COURSE and follow the posts' visibility rule (a draft is seen by its
@@ -77,7 +76,7 @@ export async function listChapters (db: Db, courseId: string, viewerId: string |
 
 /** A chapter of a course the viewer cannot see is as missing as one that does not exist. */
 export async function getChapter (db: Db, chapterId: string, viewerId: string | undefined): Promise<Chapter> {
-  const row = await found(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).executeTakeFirst(),
+  const row = await orNotFound(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).executeTakeFirst(),
     'ChapterNotFound', `no chapter with id ${chapterId}`)
   await getCourse(db, row.course_id, viewerId).catch((err: unknown) => {
     throw err instanceof AppError && err.code === 'CourseNotFound' ? chapterNotFound(chapterId) : err
@@ -87,7 +86,7 @@ export async function getChapter (db: Db, chapterId: string, viewerId: string | 
 
 /** The chapter under its own course; under another course it is 404. */
 async function chapterOf (db: Db, courseId: string, chapterId: string): Promise<Chapter> {
-  const row = await found(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).where('course_id', '=', courseId).executeTakeFirst(),
+  const row = await orNotFound(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).where('course_id', '=', courseId).executeTakeFirst(),
     'ChapterNotFound', `no chapter with id ${chapterId} in course ${courseId}`)
   return toChapter(row)
 }
@@ -134,7 +133,7 @@ export async function getLesson (db: Db, lessonId: string, viewerId: string | un
 }
 
 async function getLessonRow (db: Db, lessonId: string): Promise<Lesson> {
-  return toLesson(await found(db.selectFrom('lesson').selectAll().where('id', '=', lessonId).executeTakeFirst(),
+  return toLesson(await orNotFound(db.selectFrom('lesson').selectAll().where('id', '=', lessonId).executeTakeFirst(),
     'LessonNotFound', `no lesson with id ${lessonId}`))
 }
 

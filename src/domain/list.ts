@@ -1,7 +1,8 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sql, type SelectQueryBuilder } from 'kysely'
+import { LIMIT_DEFAULT } from '../../schemas/common.js'
+import { AppError } from './errors.js'
 
-/** The list conventions of DESIGN §1, written once: paging, sorting, the envelope's total, Link. */
+/** The list rules, written once: paging (both forms and their bounds), sorting, the envelope's total. */
 
 export interface Page {
   limit: number
@@ -64,33 +65,33 @@ export async function fetchPage<DB, TB extends keyof DB, O> (query: SelectQueryB
   return { rows, total: counts }
 }
 
-/**
- * Sets the RFC 8288 `Link` header with `next`/`prev` (and `first`) where they exist, keeping
- * the request's other query parameters as they were.
- */
-export function setPageLinks (request: FastifyRequest, reply: FastifyReply, page: Page, total: number): void {
-  const [path, search = ''] = request.url.split('?')
-  const links: string[] = []
-  const at = (offset: number, rel: string) => {
-    const params = new URLSearchParams(search)
-    if (page.style === 'page') {
-      // ceil: a prev link from beyond the end lands on the last page, not between pages
-      params.set('page', String(Math.ceil(offset / page.limit) + 1))
-      params.set('count', String(page.limit))
-    } else {
-      params.set('limit', String(page.limit))
-      params.set('offset', String(offset))
-    }
-    links.push(`<${path}?${params.toString()}>; rel="${rel}"`)
-  }
-  if (page.offset + page.limit < total) at(page.offset + page.limit, 'next')
-  if (page.offset > 0) at(Math.max(0, Math.min(page.offset - page.limit, total - page.limit > 0 ? total - page.limit : 0)), 'prev')
-  if (page.offset > 0) at(0, 'first')
-  if (links.length > 0) reply.header('link', links.join(', '))
+export interface PagingQuery {
+  limit?: number
+  offset?: number
+  page?: number
+  count?: number
 }
 
-/** The list envelope `{<plural>: items, total}` with its Link header set. */
-export function listReply<K extends string, T> (request: FastifyRequest, reply: FastifyReply, plural: K, items: T[], total: number, page: Page) {
-  setPageLinks(request, reply, page, total)
-  return { [plural]: items, total } as { [P in K]: T[] } & { total: number }
+/**
+ * A list that accepts both paging forms: `limit`/`offset` or the spec's `page`/`count`
+ * (1-based page). Mixing them is a 422 that names the offending parameter.
+ */
+export function pageOrCount (query: PagingQuery): Page {
+  const offsetForm = query.limit !== undefined || query.offset !== undefined
+  const pageForm = query.page !== undefined || query.count !== undefined
+  if (offsetForm && pageForm) {
+    throw new AppError('ValidationFailed', 'page with limit/offset or with page/count, not both', {
+      errors: [{
+        in: 'query',
+        field: query.page !== undefined ? '/page' : '/count',
+        rule: 'pagingForm',
+        message: 'cannot be combined with limit/offset: use one paging form'
+      }]
+    })
+  }
+  if (pageForm) {
+    const count = query.count ?? LIMIT_DEFAULT
+    return { limit: count, offset: ((query.page ?? 1) - 1) * count, style: 'page' }
+  }
+  return { limit: query.limit ?? LIMIT_DEFAULT, offset: query.offset ?? 0 }
 }

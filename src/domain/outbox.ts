@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { Kysely, Selectable, Transaction } from 'kysely'
-import { isPostgres } from '../db/dialect.js'
-import type { Database, OutboxMessageTable } from '../db/schema.js'
+import type { Selectable } from 'kysely'
+import { isPostgres, type Db, type Executor } from '../db/dialect.js'
+import type { OutboxMessageTable } from '../db/schema.js'
 import { nowIso, nowMs } from '../db/time.js'
 
-export type Executor = Kysely<Database> | Transaction<Database>
 export type OutboxMessage = Selectable<OutboxMessageTable>
 
 export interface Email {
@@ -52,7 +51,7 @@ export interface ClaimOptions {
  * transaction as the select; on PostgreSQL `FOR UPDATE SKIP LOCKED` lets concurrent
  * workers pass over each other's rows, so no message is claimed twice.
  */
-export async function claimDue (db: Kysely<Database>, opts: ClaimOptions): Promise<OutboxMessage[]> {
+export async function claimDue (db: Db, opts: ClaimOptions): Promise<OutboxMessage[]> {
   const now = opts.now.toISOString()
   const leaseUntil = new Date(opts.now.getTime() + opts.leaseMs).toISOString()
   return await db.transaction().execute(async (trx) => {
@@ -78,7 +77,7 @@ export async function claimDue (db: Kysely<Database>, opts: ClaimOptions): Promi
 }
 
 /** Records a delivery, and the alert's `sent_at` when the message carried one. */
-export async function markSent (db: Kysely<Database>, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(nowMs())): Promise<void> {
+export async function markSent (db: Db, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(nowMs())): Promise<void> {
   const sentAt = now.toISOString()
   await db.transaction().execute(async (trx) => {
     await trx.updateTable('outbox_message')
@@ -95,7 +94,7 @@ export async function markSent (db: Kysely<Database>, message: Pick<OutboxMessag
  * Records a failed attempt: the error, and when to try again (the lease is released).
  * With no `nextAttemptAt` the message has used its attempts and stays failed.
  */
-export async function markFailed (db: Kysely<Database>, id: string, error: string, nextAttemptAt: Date | undefined): Promise<void> {
+export async function markFailed (db: Db, id: string, error: string, nextAttemptAt: Date | undefined): Promise<void> {
   await db.updateTable('outbox_message')
     .set({
       last_error: error.slice(0, 2000),

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { toDate } from '../db/time.js'
-import type { Executor } from './outbox.js'
+import type { Executor } from '../db/dialect.js'
 
 /**
  * The exact number of published posts (published_at has come), of one type or all, without

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { AppError } from '../../plugins/problems.js'
+import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
 import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts, nextScheduledMs } from './post-counter.js'
 import { cachePerDatabase } from './versioned-cache.js'
-import { enqueueEmail, type Executor } from './outbox.js'
+import type { Executor } from '../db/dialect.js'
+import { enqueueEmail } from './outbox.js'
 import { getCreator } from './users.js'
 
 /**

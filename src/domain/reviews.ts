@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { AppError } from '../../plugins/problems.js'
+import { AppError } from './errors.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
-import type { Executor } from './outbox.js'
+import type { Executor } from '../db/dialect.js'
 import { assertPostVisible, isUniqueViolation } from './posts.js'
 
 const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }

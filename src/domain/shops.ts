@@ -5,7 +5,8 @@ import type { ProductTable, ShopTable } from '../db/schema.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { fetchPage, parseSort, type Page } from './list.js'
-import { found, ownerOf, ownersById } from './resource.js'
+import { orNotFound } from './errors.js'
+import { ownerOf, ownersById } from './people.js'
 
 /** Shops and their products: creators open shops, the shop's owner manages it and its products. */
 
@@ -51,7 +52,7 @@ export async function listShops (db: Db, query: ShopListQuery, page: Page) {
 }
 
 export async function getShop (db: Db, shopId: string): Promise<Shop> {
-  const row = await found(db.selectFrom('shop').selectAll().where('id', '=', shopId).executeTakeFirst(),
+  const row = await orNotFound(db.selectFrom('shop').selectAll().where('id', '=', shopId).executeTakeFirst(),
     'ShopNotFound', `no shop with id ${shopId}`)
   return toShop(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
 }
@@ -92,7 +93,7 @@ export async function listProducts (db: Db, shopId: string, query: ProductListQu
 
 /** A product is found only under its own shop: under another shop it is 404. */
 export async function getProduct (db: Db, shopId: string, productId: string): Promise<Product> {
-  const row = await found(db.selectFrom('product').selectAll()
+  const row = await orNotFound(db.selectFrom('product').selectAll()
     .where('id', '=', productId).where('shop_id', '=', shopId).executeTakeFirst(),
   'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
   return toProduct(row)

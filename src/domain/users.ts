@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
-import { AppError } from '../../plugins/problems.js'
+import { AppError } from './errors.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
 import type { Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'

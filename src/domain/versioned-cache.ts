@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Executor } from './outbox.js'
+import type { Executor } from '../db/dialect.js'
 
 interface Filled<T> { value: T, until: number, weight: number }
 interface Entry<T> extends Filled<T> { version: string }

@@ -5,7 +5,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { assertOwner } from '../../../plugins/auth.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
-import { listReply } from '../../domain/list.js'
+import { listReply } from '../http.js'
 
 const AUTHENTICATED = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed')
 

@@ -6,8 +6,8 @@ import {
 import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { createClass, createStudent, getClass, getStudent, listClasses, listStudents } from '../../domain/classes.js'
-import { listReply } from '../../domain/list.js'
-import { created, pageOrCount } from '../../domain/resource.js'
+import { pageOrCount } from '../../domain/list.js'
+import { created, listReply } from '../http.js'
 import { security } from '../guards.js'
 
 const tags = ['classes']

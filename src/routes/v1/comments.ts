@@ -4,7 +4,7 @@ import { Comment, CommentList, CommentListQuery, CommentParams, CommentWrite } f
 import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
-import { listReply } from '../../domain/list.js'
+import { created, listReply } from '../http.js'
 import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
 
 const tags = ['comments']
@@ -62,7 +62,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const comment = await createComment(fastify.db, request.params.postId, request.user.id, request.body)
-    return reply.code(201).header('location', `/v1/posts/${comment.post_id}/comments/${comment.id}`).send(comment)
+    return created(reply, `/v1/posts/${comment.post_id}/comments/${comment.id}`, comment)
   })
 
   fastify.put('/posts/:postId/comments/:commentId', {

@@ -8,8 +8,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import {
   assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
 } from '../../domain/courses.js'
-import { listReply } from '../../domain/list.js'
-import { created } from '../../domain/resource.js'
+import { created, listReply } from '../http.js'
 import { identifyIfToken, security, viewerOf } from '../guards.js'
 
 const tags = ['courses']

@@ -3,13 +3,14 @@ import accepts from '@fastify/accepts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import multipart, { receiveFile } from '../../../plugins/multipart.js'
-import { AppError } from '../../../plugins/problems.js'
+import { AppError } from '../../domain/errors.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { bytesEtag, createMedia, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
 import { etagMatches } from '../../../plugins/etag.js'
+import { created } from '../http.js'
 
 // The bytes go out as a stream, never through a serializer.
 const Bytes = Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'the file, as its own media type' })
@@ -83,7 +84,7 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
     }, async (request, reply) => {
       const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file), stored => storage.remove(stored.storage_key))
       const row = await createMedia(fastify.db, storage, request.user.id, upload)
-      return reply.code(201).header('location', `/v1/media/${row.id}`).send(toMedia(row, fastify.config.mediaPublicUrl))
+      return created(reply, `/v1/media/${row.id}`, toMedia(row, fastify.config.mediaPublicUrl))
     })
   })
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
-import { listReply } from '../../domain/list.js'
+import { created, listReply } from '../http.js'
 import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 
@@ -57,7 +57,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const post = await createPost(fastify.db, request.user.id, request.body)
-    return reply.code(201).header('location', `/v1/posts/${post.id}`).send(post)
+    return created(reply, `/v1/posts/${post.id}`, post)
   })
 
   fastify.put('/posts/:postId', {

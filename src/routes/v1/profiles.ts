@@ -5,6 +5,7 @@ import { IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
 import { findMyProfile, getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
+import { created } from '../http.js'
 
 const tags = ['profiles']
 
@@ -21,7 +22,7 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const profile = await signUp(fastify.db, request.body)
-    return reply.code(201).header('location', `/v1/profiles/${profile.id}`).send(profile)
+    return created(reply, `/v1/profiles/${profile.id}`, profile)
   })
 
   // A static route: find-my-way tries it before /profiles/:profileId, so `me` is never an id.

@@ -3,7 +3,7 @@ import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js
 import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams } from '../../../schemas/reviews.js'
-import { listReply } from '../../domain/list.js'
+import { created, listReply } from '../http.js'
 import { createReview, getReview, listReviews } from '../../domain/reviews.js'
 import { identifyIfToken, security, viewerOf } from '../guards.js'
 
@@ -62,7 +62,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const review = await createReview(fastify.db, request.params.postId, request.user.id, request.body)
-    return reply.code(201).header('location', `/v1/posts/${review.post_id}/reviews/${review.id}`).send(review)
+    return created(reply, `/v1/posts/${review.post_id}/reviews/${review.id}`, review)
   })
 }
 

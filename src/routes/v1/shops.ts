@@ -7,8 +7,7 @@ import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.
 import {
   Product, ProductList, ProductListQuery, ProductParams, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopWrite
 } from '../../../schemas/shops.js'
-import { listReply } from '../../domain/list.js'
-import { created } from '../../domain/resource.js'
+import { created, listReply } from '../http.js'
 import {
   createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
 } from '../../domain/shops.js'

@@ -3,7 +3,7 @@ import { assertOwner } from '../../../plugins/auth.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { listReply } from '../../domain/list.js'
+import { listReply } from '../http.js'
 import { getUserPost, listPosts } from '../../domain/posts.js'
 import { authErrors, security } from '../guards.js'
 
