@@ -2,19 +2,13 @@ import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
+import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
 
-export interface AuthUser {
-  id: string
-  username: string
-  email: string
-  is_creator: boolean
-  is_active: boolean
-}
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
     payload: { id: string }
-    user: AuthUser
+    user: Account
   }
 }
 
@@ -23,10 +17,10 @@ declare module 'fastify' {
     /** onRequest hook: a valid bearer token of an existing, active user, or 401/403 */
     authenticate: (request: FastifyRequest) => Promise<void>
     /**
-     * The user id of a valid bearer token, or 401; the account is NOT read. Only for a route
-     * that reads the user row in its own query and passes it to activeAccount (GET /profiles/me).
+     * onRequest hook for reads whose answer depends on who asks (an owner sees their drafts):
+     * a sent token is checked exactly as by authenticate; no Authorization header reads as anyone.
      */
-    tokenUserId: (request: FastifyRequest) => string
+    authenticateIfToken: (request: FastifyRequest) => Promise<void>
     /** preHandler hook: the caller must be a creator (403 UserNotCreator) */
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user id */
@@ -36,25 +30,6 @@ declare module 'fastify' {
 
 // The auth scheme is case-insensitive (RFC 9110 §11.1); the token is a three-part compact JWS.
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
-
-const invalidToken = () => new AppError('InvalidCredentials', 'the token is invalid or has expired', {
-  headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
-})
-
-/**
- * The account rule, in one place: the token's user must still exist (401 invalid_token) and be
- * active (403 UserIsBanned). Read on every request, so a ban or a deletion takes effect at once.
- */
-export function activeAccount<T extends { is_active: boolean | number }> (row: T | undefined): T {
-  if (!row) throw invalidToken()
-  if (!row.is_active) throw new AppError('UserIsBanned', 'this account is banned')
-  return row
-}
-
-/** Throws UserNotOwner unless the caller owns the resource (spec 5.4). */
-export function assertOwner (request: FastifyRequest, ownerId: string): void {
-  if (request.user.id !== ownerId) throw new AppError('UserNotOwner', 'this resource belongs to another user')
-}
 
 /**
  * Bearer authentication with HS256 JWTs (spec 5). Routes opt in by encapsulation:
@@ -77,7 +52,8 @@ export default fp(async (fastify) => {
     expires_in: config.ACCESS_TOKEN_TTL
   }))
 
-  fastify.decorate('tokenUserId', (request: FastifyRequest): string => {
+  /** The user id of a valid bearer token, or 401. */
+  function tokenUserId (request: FastifyRequest): string {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
       throw new AppError('NotAuthenticated', 'this route needs a bearer token', { headers: { 'www-authenticate': 'Bearer' } })
@@ -92,15 +68,15 @@ export default fp(async (fastify) => {
     }
     if (typeof payload.id !== 'string') throw invalidToken()
     return payload.id
-  })
+  }
 
-  fastify.decorate('authenticate', async (request: FastifyRequest) => {
-    const id = fastify.tokenUserId(request)
-    const user = activeAccount(await fastify.db.selectFrom('user')
-      .select(['id', 'username', 'email', 'is_creator', 'is_active'])
-      .where('id', '=', id)
-      .executeTakeFirst())
-    request.user = { ...user, is_creator: Boolean(user.is_creator), is_active: true }
+  // The one authentication path: every authenticated route, and every token sent to a public read, runs it.
+  async function authenticate (request: FastifyRequest) {
+    request.user = await findAccount(fastify.db, tokenUserId(request))
+  }
+  fastify.decorate('authenticate', authenticate)
+  fastify.decorate('authenticateIfToken', async (request: FastifyRequest) => {
+    if (request.headers.authorization !== undefined) await authenticate(request)
   })
 
   fastify.decorate('requireCreator', async (request: FastifyRequest) => {

@@ -16,7 +16,8 @@ const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,.
 /**
  * The content-type rule of DESIGN §1: a request that carries a body must say application/json,
  * or, on a route that names its own list in `config.contentTypes`, one of those; anything else
- * is 415 before parsing. A multipart type counts only with a boundary.
+ * is 415 before parsing. A multipart type counts only with a boundary. It runs at preParsing,
+ * after the route's onRequest hooks, so a missing token is 401 before a body is judged.
  * The check is strict on the header's shape, so odd variants can never reach a parser
  * whose body skips validation.
  */
@@ -24,7 +25,7 @@ export default fp(async (fastify) => {
   // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in (spec 5.7).
   fastify.removeContentTypeParser('text/plain')
 
-  fastify.addHook('onRequest', async (request) => {
+  fastify.addHook('preParsing', async (request) => {
     if (!hasBody(request.headers)) return
     const header = request.headers['content-type']
     const allowed = request.routeOptions.config?.contentTypes ?? [JSON_TYPE]

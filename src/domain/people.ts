@@ -1,4 +1,5 @@
 import type { Db } from '../db/dialect.js'
+import { AppError } from './errors.js'
 
 /**
  * The owners of rows as the API shows a person: `{id, username, first_name, last_name}`,
@@ -20,4 +21,9 @@ export async function ownerOf (db: Db, id: string) {
   const owner = (await ownersById(db, [id])).get(id)
   if (!owner) throw new Error(`user ${id} has no profile`) // unreachable: every user has a profile
   return owner
+}
+
+/** The ownership rule: only the owner may act on a resource (403 UserNotOwner otherwise). */
+export function assertOwner (callerId: string, ownerId: string): void {
+  if (callerId !== ownerId) throw new AppError('UserNotOwner', 'this resource belongs to another user')
 }

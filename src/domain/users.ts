@@ -7,6 +7,33 @@ import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, nowIso } from '../db/time.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 
+/** Who is calling: the account behind a verified token. */
+export interface Account {
+  id: string
+  username: string
+  email: string
+  is_creator: boolean
+  is_active: boolean
+}
+
+export const invalidToken = () => new AppError('InvalidCredentials', 'the token is invalid or has expired', {
+  headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
+})
+
+/**
+ * The account rule, in one place: the token's user must still exist (401 invalid_token) and be
+ * active (403 UserIsBanned). Read on every authenticated request, so a ban or a deletion takes effect at once.
+ */
+export async function findAccount (db: Db, id: string): Promise<Account> {
+  const row = await db.selectFrom('user')
+    .select(['id', 'username', 'email', 'is_creator', 'is_active'])
+    .where('id', '=', id)
+    .executeTakeFirst()
+  if (!row) throw invalidToken()
+  if (!row.is_active) throw new AppError('UserIsBanned', 'this account is banned')
+  return { ...row, is_creator: Boolean(row.is_creator), is_active: true }
+}
+
 /** The spec's username rule: surrounding whitespace stripped, lower case. The one place it is applied. */
 export function normaliseUsername (username: string): string {
   return username.trim().toLowerCase()
@@ -101,11 +128,6 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
 }
 
 /** The caller's profile and the account's state (is_active) in one read, for GET /profiles/me. */
-export async function findMyProfile (db: Db, id: string): Promise<(MyProfile & { is_active: boolean | number }) | undefined> {
-  const row = await selectProfile(db).select(['user.email', 'user.is_active']).where('profile.id', '=', id).executeTakeFirst()
-  return row && { ...toProfile(row), email: row.email, is_active: row.is_active }
-}
-
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
   const row = await selectProfile(db).select('user.email').where('profile.id', '=', id).executeTakeFirst()
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)

@@ -1,7 +1,8 @@
 import { createHmac, createSign, generateKeyPairSync, randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
 import t from 'tap'
-import auth, { assertOwner } from '../../plugins/auth.js'
+import auth from '../../plugins/auth.js'
+import { assertOwner } from '../../src/domain/people.js'
 import config from '../../plugins/config.js'
 import db from '../../plugins/db.js'
 import problems from '../../plugins/problems.js'
@@ -130,7 +131,7 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
     group.addHook('onRequest', group.authenticate)
     group.get('/creator-only', { preHandler: group.requireCreator }, async () => ({ ok: true }))
     group.get<{ Params: { ownerId: string } }>('/owned/:ownerId', async (request) => {
-      assertOwner(request, request.params.ownerId)
+      assertOwner(request.user.id, request.params.ownerId)
       return { ok: true }
     })
   })

@@ -3,7 +3,7 @@ import { Alert, AlertList, AlertListQuery, AlertParams } from '../../../schemas/
 import { NotModified, QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
 import { listReply } from '../http.js'
 
@@ -40,7 +40,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { ownerId, alert } = await getAlert(fastify.db, request.params.alertId)
-    assertOwner(request, ownerId)
+    assertOwner(request.user.id, ownerId)
     return alert
   })
 
@@ -56,7 +56,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { ownerId } = await getAlert(fastify.db, request.params.alertId)
-    assertOwner(request, ownerId)
+    assertOwner(request.user.id, ownerId)
     await resendAlert(fastify.db, request.params.alertId)
     return reply.code(202).send({ status: 'queued' as const })
   })

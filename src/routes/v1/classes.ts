@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import {
   Class, ClassCreate, ClassList, ClassListQuery, ClassParams, Student, StudentCreate, StudentList, StudentListQuery, StudentParams
 } from '../../../schemas/classes.js'
@@ -52,7 +52,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const page = pageOrCount(request.query)
-    assertOwner(request, (await getClass(db, request.params.classId)).owner.id)
+    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
     const { items, total } = await listStudents(db, request.params.classId, request.query, page)
     return listReply(request, reply, 'students', items, total, page)
   })
@@ -64,7 +64,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    assertOwner(request, (await getClass(db, request.params.classId)).owner.id)
+    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
     const student = await createStudent(db, request.params.classId, request.body)
     return created(reply, `/v1/classes/${student.class_id}/students/${student.id}`, student)
   })
@@ -76,7 +76,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {
-    assertOwner(request, (await getClass(db, request.params.classId)).owner.id)
+    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
     return getStudent(db, request.params.classId, request.params.studentId)
   })
 }

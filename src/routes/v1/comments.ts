@@ -5,7 +5,7 @@ import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
 import { created, listReply } from '../http.js'
-import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
+import { authErrors, ownerAndIfMatch, security, callerId } from '../guards.js'
 
 const tags = ['comments']
 const authorOf = (c: Comment) => c.author.id
@@ -13,7 +13,7 @@ const authorOf = (c: Comment) => c.author.id
 /** Comments on a post: public reads; any active user writes; only the author changes one. */
 const comments: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/posts/:postId/comments', {
-    onRequest: identifyIfToken(fastify),
+    onRequest: fastify.authenticateIfToken,
     schema: {
       tags,
       operationId: 'listComments',
@@ -23,12 +23,12 @@ const comments: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(CommentList), ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
     }
   }, async (request, reply) => {
-    const { comments, total } = await listComments(fastify.db, request.params.postId, viewerOf(request), request.query)
+    const { comments, total } = await listComments(fastify.db, request.params.postId, callerId(request), request.query)
     return listReply(request, reply, 'comments', comments, total, request.query)
   })
 
   fastify.get('/posts/:postId/comments/:commentId', {
-    onRequest: identifyIfToken(fastify),
+    onRequest: fastify.authenticateIfToken,
     config: { etag: true },
     schema: {
       tags,
@@ -37,7 +37,7 @@ const comments: FastifyPluginAsyncTypebox = async (fastify) => {
       params: CommentParams,
       response: { 200: ref(Comment), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }
     }
-  }, async (request) => getComment(fastify.db, request.params.postId, request.params.commentId, viewerOf(request)))
+  }, async (request) => getComment(fastify.db, request.params.postId, request.params.commentId, callerId(request)))
 
   await fastify.register(writes)
 }

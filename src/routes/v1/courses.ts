@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
 import {
   Chapter, ChapterCreate, ChapterList, ChapterParams, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate, LessonList, LessonParams, PositionedListQuery
@@ -9,7 +9,7 @@ import {
   assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
 } from '../../domain/courses.js'
 import { created, listReply } from '../http.js'
-import { identifyIfToken, security, viewerOf } from '../guards.js'
+import { security, callerId } from '../guards.js'
 
 const tags = ['courses']
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
@@ -18,12 +18,12 @@ const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
 /** Courses (COURSE posts), their chapters and lessons: public reads, the course owner writes. */
 const courses: FastifyPluginAsyncTypebox = async (fastify) => {
   const { db } = fastify
-  fastify.addHook('onRequest', identifyIfToken(fastify))
+  fastify.addHook('onRequest', fastify.authenticateIfToken)
 
   fastify.get('/courses/:courseId', {
     config: { etag: true },
     schema: { tags, operationId: 'getCourse', summary: 'One course, with its number of chapters', params: CourseParams, response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') } }
-  }, async (request) => getCourse(db, request.params.courseId, viewerOf(request)))
+  }, async (request) => getCourse(db, request.params.courseId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters', {
     schema: {
@@ -31,14 +31,14 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(ChapterList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') }
     }
   }, async (request, reply) => {
-    const { items, total } = await listChapters(db, request.params.courseId, viewerOf(request), request.query, request.query)
+    const { items, total } = await listChapters(db, request.params.courseId, callerId(request), request.query, request.query)
     return listReply(request, reply, 'chapters', items, total, request.query)
   })
 
   fastify.get('/chapters/:chapterId', {
     config: { etag: true },
     schema: { tags, operationId: 'getChapter', summary: 'One chapter', params: ChapterParams, response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') } }
-  }, async (request) => getChapter(db, request.params.chapterId, viewerOf(request)))
+  }, async (request) => getChapter(db, request.params.chapterId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters/:chapterId/lessons', {
     schema: {
@@ -47,14 +47,14 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { courseId, chapterId } = request.params
-    const { items, total } = await listLessons(db, courseId, chapterId, viewerOf(request), request.query, request.query)
+    const { items, total } = await listLessons(db, courseId, chapterId, callerId(request), request.query, request.query)
     return listReply(request, reply, 'lessons', items, total, request.query)
   })
 
   fastify.get('/lessons/:lessonId', {
     config: { etag: true },
     schema: { tags, operationId: 'getLesson', summary: 'One lesson (where a new lesson\'s Location points)', params: LessonParams, response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') } }
-  }, async (request) => getLesson(db, request.params.lessonId, viewerOf(request)))
+  }, async (request) => getLesson(db, request.params.lessonId, callerId(request)))
 
   await fastify.register(writes)
 }
@@ -71,7 +71,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
-    assertOwner(request, (await getCourse(db, request.params.courseId, request.user.id)).creator.id)
+    assertOwner(request.user.id, (await getCourse(db, request.params.courseId, request.user.id)).creator.id)
     const chapter = await createChapter(db, request.params.courseId, request.body)
     return created(reply, `/v1/chapters/${chapter.id}`, chapter)
   })
@@ -84,7 +84,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { courseId, chapterId } = request.params
-    assertOwner(request, (await getCourse(db, courseId, request.user.id)).creator.id)
+    assertOwner(request.user.id, (await getCourse(db, courseId, request.user.id)).creator.id)
     await assertChapterOf(db, courseId, chapterId)
     const lesson = await createLesson(db, chapterId, request.body)
     return created(reply, `/v1/lessons/${lesson.id}`, lesson)

@@ -3,7 +3,7 @@ import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from 
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
 import { created, listReply } from '../http.js'
-import { authErrors, identifyIfToken, ownerAndIfMatch, security, viewerOf } from '../guards.js'
+import { authErrors, ownerAndIfMatch, security, callerId } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 
 const tags = ['posts']
@@ -23,7 +23,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/posts/:postId', {
-    onRequest: identifyIfToken(fastify),
+    onRequest: fastify.authenticateIfToken,
     config: { etag: true },
     schema: {
       tags,
@@ -32,7 +32,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       params: PostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
     }
-  }, async (request) => getPost(fastify.db, request.params.postId, viewerOf(request)))
+  }, async (request) => getPost(fastify.db, request.params.postId, callerId(request)))
 
   await fastify.register(writes)
 }

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { activeAccount } from '../../../plugins/auth.js'
 import { assertIfMatch } from '../../../plugins/etag.js'
 import { IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
-import { findMyProfile, getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
+import { getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
 import { created } from '../http.js'
 
 const tags = ['profiles']
@@ -43,6 +42,7 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
 const me: FastifyPluginAsyncTypebox = async (fastify) => {
   const security = [{ bearerAuth: [] }]
   const errors = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned')
+  fastify.addHook('onRequest', fastify.authenticate)
 
   fastify.get('/profiles/me', {
     config: { etag: true },
@@ -53,15 +53,9 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'The caller\'s own profile, with the e-mail address',
       response: { 200: ref(MyProfile), 304: NotModified, ...errors }
     }
-  }, async (request) => {
-    // The busiest authenticated read in one query: the profile row carries the account state
-    // that authenticate would read, checked by the same rule (activeAccount).
-    const { is_active: _, ...profile } = activeAccount(await findMyProfile(fastify.db, fastify.tokenUserId(request)))
-    return profile
-  })
+  }, async (request) => getMyProfile(fastify.db, request.user.id))
 
   fastify.put('/profiles/me', {
-    onRequest: fastify.authenticate,
     config: { etag: true },
     schema: {
       tags,

@@ -5,14 +5,14 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams } from '../../../schemas/reviews.js'
 import { created, listReply } from '../http.js'
 import { createReview, getReview, listReviews } from '../../domain/reviews.js'
-import { identifyIfToken, security, viewerOf } from '../guards.js'
+import { security, callerId } from '../guards.js'
 
 const tags = ['reviews']
 
 /** Reviews of a post: public reads, one review per active user and post. */
 const reviews: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/posts/:postId/reviews', {
-    onRequest: identifyIfToken(fastify),
+    onRequest: fastify.authenticateIfToken,
     schema: {
       tags,
       operationId: 'listReviews',
@@ -22,12 +22,12 @@ const reviews: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(ReviewList), ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
     }
   }, async (request, reply) => {
-    const { reviews, total } = await listReviews(fastify.db, request.params.postId, viewerOf(request), request.query)
+    const { reviews, total } = await listReviews(fastify.db, request.params.postId, callerId(request), request.query)
     return listReply(request, reply, 'reviews', reviews, total, request.query)
   })
 
   fastify.get('/posts/:postId/reviews/:reviewId', {
-    onRequest: identifyIfToken(fastify),
+    onRequest: fastify.authenticateIfToken,
     config: { etag: true },
     schema: {
       tags,
@@ -36,7 +36,7 @@ const reviews: FastifyPluginAsyncTypebox = async (fastify) => {
       params: ReviewParams,
       response: { 200: ref(Review), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }
     }
-  }, async (request) => getReview(fastify.db, request.params.postId, request.params.reviewId, viewerOf(request)))
+  }, async (request) => getReview(fastify.db, request.params.postId, request.params.reviewId, callerId(request)))
 
   await fastify.register(writes)
 }

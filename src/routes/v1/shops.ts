@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
@@ -103,7 +103,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const shop = await getShop(db, request.params.shopId)
-    assertOwner(request, shop.owner.id)
+    assertOwner(request.user.id, shop.owner.id)
     const product = await createProduct(db, shop.id, request.body)
     return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
   })

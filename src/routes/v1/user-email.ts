@@ -3,7 +3,7 @@ import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { UserParams } from '../../../schemas/user-email.js'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import { queueAccountSummary } from '../../domain/account-email.js'
 
 /** POST /users/{userId}/email: queues your account summary e-mail (DESIGN §3); self only. */
@@ -21,7 +21,7 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'ValidationFailed') }
     }
   }, async (request, reply) => {
-    assertOwner(request, request.params.userId)
+    assertOwner(request.user.id, request.params.userId)
     await queueAccountSummary(fastify.db, request.user.id)
     return reply.code(202).send({ status: 'queued' as const })
   })

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../../plugins/auth.js'
+import { assertOwner } from '../../domain/people.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
@@ -30,7 +30,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/users/:userId/posts/:postId', {
     // self first (UserNotOwner), then an active creator (UserNotCreator; banned users stop at authenticate)
-    preHandler: [async (request) => assertOwner(request, request.params.userId), fastify.requireCreator],
+    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.requireCreator],
     config: { etag: true },
     schema: {
       tags,
@@ -41,7 +41,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }
     }
   }, async (request) => getUserPost(fastify.db, request.params.userId, request.params.postId,
-    post => assertOwner(request, post.creator.id)))
+    post => assertOwner(request.user.id, post.creator.id)))
 }
 
 export default users
