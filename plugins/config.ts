@@ -33,6 +33,7 @@ export const EnvSchema = Type.Object({
   SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
   // Load shedding (plugins/under-pressure.ts): over these, requests get 503 + Retry-After.
+  LOAD_SHEDDING: Type.Boolean({ default: true }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),
   MAX_HEAP_BYTES: Type.Optional(Type.Integer({ minimum: 1 })),
   MAX_RSS_BYTES: Type.Optional(Type.Integer({ minimum: 1 }))

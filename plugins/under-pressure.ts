@@ -25,6 +25,8 @@ const HEALTH_CHECK_MS = 1000
  */
 export default fp(async (fastify) => {
   const { config } = fastify
+  // Off (LOAD_SHEDDING=false, the test config) means no hook at all, not a hook that never fires.
+  if (!config.LOAD_SHEDDING) return
   // Default heap ceiling: 90 % of V8's own limit, so we shed before the process dies of OOM.
   const maxHeapUsedBytes = config.MAX_HEAP_BYTES ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9)
   const shed = new AppError('ServiceUnavailable', 'the server is under too much load, try again later', {

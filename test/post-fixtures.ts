@@ -3,16 +3,9 @@ import type { Test } from 'tap'
 import { build, json } from './helper.js'
 import type { TestUser } from './fixtures.js'
 
-/**
- * The app for the posts-family tests, once load shedding has let go: building the app keeps
- * the event loop busy for a whole under-pressure sample on a slow machine, which reads as
- * overload (503) until the next sample.
- */
+/** The app for the posts-family tests. */
 export async function setup (t: Test): Promise<FastifyInstance> {
-  const app = await build(t)
-  const pressure = app as FastifyInstance & { isUnderPressure?: () => boolean }
-  for (let i = 0; i < 100 && pressure.isUnderPressure?.(); i++) await new Promise(resolve => setTimeout(resolve, 100))
-  return app
+  return build(t)
 }
 
 export const MEDIA = 'http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'

@@ -57,6 +57,8 @@ export interface PostTagTable {
 /** per post type, the posts with a published_at (published or scheduled); kept by triggers */
 export interface PostCounterTable {
   type: string
+  /** one of the type's slots; their sum is the count (migration 2026_11_23_0001) */
+  slot: number
   published: ColumnType<number, number, number>
 }
 
@@ -185,19 +187,12 @@ export interface StudentTable {
   updated_at: Timestamp
 }
 
-/** a number per cached read, bumped by triggers on every write that changes it (migration 0004) */
-export interface DataVersionTable {
-  name: string
-  version: ColumnType<number | string, number, number>
-}
-
 export interface Database {
   user: UserTable
   profile: ProfileTable
   post: PostTable
   post_tag: PostTagTable
   post_counter: PostCounterTable
-  data_version: DataVersionTable
   review: ReviewTable
   comment: CommentTable
   alert: AlertTable

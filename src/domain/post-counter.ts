@@ -1,11 +1,10 @@
 import { sql } from 'kysely'
-import { toDate } from '../db/time.js'
 import type { Executor } from '../db/dialect.js'
 
 /**
  * The exact number of published posts (published_at has come), of one type or all, without
- * counting the posts: post_counter (kept by triggers, see its migration) holds every post with a
- * published_at, and the scheduled ones (published_at still ahead) are few and found through
+ * counting the posts: the slots of post_counter (kept by triggers, see its migration) sum to every
+ * post with a published_at, and the scheduled ones (published_at still ahead) are few and found through
  * post_published_at_idx. One statement, so both parts read the same snapshot.
  */
 export async function countPublishedPosts (db: Executor, now: string, type?: string): Promise<number> {
@@ -14,11 +13,4 @@ export async function countPublishedPosts (db: Executor, now: string, type?: str
       coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
       - (select count(*) from post where published_at > ${now} ${ofType}) as total`.execute(db)
   return Number(rows[0]?.total ?? 0)
-}
-
-/** When the next scheduled post comes due (ms), after `now`; Infinity if none is scheduled. */
-export async function nextScheduledMs (db: Executor, now: string): Promise<number> {
-  const row = await db.selectFrom('post').select(eb => eb.fn.min('published_at').as('next'))
-    .where('published_at', '>', now).executeTakeFirst()
-  return row?.next == null ? Infinity : toDate(row.next).getTime()
 }

@@ -5,8 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { isPostgres } from '../db/dialect.js'
 import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
-import { countPublishedPosts, nextScheduledMs } from './post-counter.js'
-import { cachePerDatabase } from './versioned-cache.js'
+import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { getCreator } from './users.js'
@@ -78,43 +77,23 @@ export interface PostScope {
 }
 
 /** A page of posts and the total the filters match. The public lists hold published posts only. */
-export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<PostPage> {
+export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
   const now = clockIso()
-  const total = counterTotal(db, query, scope, now)
-  if (total === undefined || query.offset !== 0) return readPosts(db, query, scope, now, total)
-  // The public first pages (all posts or one type): the busiest read, from memory until a post changes.
-  return firstPages(db).get(db, `${query.type}|${query.sort}|${query.limit}`, Date.parse(now), async () => {
-    const [page, until] = await Promise.all([readPosts(db, query, scope, now, total), nextScheduledMs(db, now)])
-    return { value: page, until, weight: page.posts.reduce((n, p) => n + p.title.length + p.body.length + 300, 0) }
-  })
-}
-
-interface PostPage { posts: Post[], total: number }
-
-// What the cached first pages may hold, in characters: a few MB whatever the bodies.
-const firstPages = cachePerDatabase<PostPage>('post_list', 4_000_000)
-// The totals by type ('' for all): a handful of numbers.
-const publishedTotals = cachePerDatabase<number>('post_list', 1_000)
-
-async function readPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope, now: string, total?: () => Promise<number>): Promise<PostPage> {
   const q = filterPosts(selectPosts(db), query, scope, now)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
-  const { rows, total: counted } = await fetchPage(q, sort, query, total)
-  return { posts: rows.map(toPost), total: counted }
+  const { rows, total } = await fetchPage(q, sort, query, counterTotal(db, query, scope, now))
+  return { posts: rows.map(toPost), total }
 }
 
 /**
- * The public lists filtered by type at most take their total from post_counter, not count(*) over
- * every post, and keep it in memory until a post changes or a scheduled one comes due: then no
- * page, however deep or large the table, counts the scheduled posts again.
+ * The public lists filtered by type at most (the busiest) count from post_counter's slots and
+ * the few scheduled posts, never count(*) over every post; other filters return undefined,
+ * so fetchPage counts the rows they match.
  */
 function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string): (() => Promise<number>) | undefined {
   const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
   if (scope.unpublished || creatorId !== undefined || query.tags !== undefined) return undefined
-  return () => publishedTotals(db).get(db, query.type ?? '', Date.parse(now), async () => {
-    const [value, until] = await Promise.all([countPublishedPosts(db, now, query.type), nextScheduledMs(db, now)])
-    return { value, until, weight: 1 }
-  })
+  return () => countPublishedPosts(db, now, query.type)
 }
 
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>

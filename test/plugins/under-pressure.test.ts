@@ -20,7 +20,7 @@ function assertShed (t: Test, res: Awaited<ReturnType<FastifyInstance['inject']>
 }
 
 t.test('a heap over MAX_HEAP_BYTES sheds requests with 503 ServiceUnavailable and Retry-After', async (t) => {
-  const app = await build(t, { env: { MAX_HEAP_BYTES: '1' } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_HEAP_BYTES: '1' } })
   await until(() => app.isUnderPressure(), 'heap pressure')
   assertShed(t, await app.inject({ method: 'GET', url: '/version' }))
   // unknown routes are shed too: the check runs before routing decides anything
@@ -29,13 +29,13 @@ t.test('a heap over MAX_HEAP_BYTES sheds requests with 503 ServiceUnavailable an
 })
 
 t.test('an RSS over MAX_RSS_BYTES sheds requests', async (t) => {
-  const app = await build(t, { env: { MAX_RSS_BYTES: '1' } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_RSS_BYTES: '1' } })
   await until(() => app.isUnderPressure(), 'rss pressure')
   assertShed(t, await app.inject({ method: 'GET', url: '/version' }))
 })
 
 t.test('event-loop delay over MAX_EVENT_LOOP_DELAY_MS sheds requests', async (t) => {
-  const app = await build(t, { env: { MAX_EVENT_LOOP_DELAY_MS: '1' } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_EVENT_LOOP_DELAY_MS: '1' } })
   // samples of the boot itself are ignored, so keep the loop busy until a real sample sees it
   let res = await app.inject({ method: 'GET', url: '/version' })
   for (let i = 0; i < 200 && res.statusCode !== 503; i++) {
@@ -48,14 +48,14 @@ t.test('event-loop delay over MAX_EVENT_LOOP_DELAY_MS sheds requests', async (t)
 })
 
 t.test('below the thresholds nothing is shed', async (t) => {
-  const app = await build(t, { env: { MAX_HEAP_BYTES: String(64 * 1024 ** 3), MAX_RSS_BYTES: String(64 * 1024 ** 3) } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_HEAP_BYTES: String(64 * 1024 ** 3), MAX_RSS_BYTES: String(64 * 1024 ** 3) } })
   // a loaded test machine may lag at start; once sampled calm, requests pass
   await until(() => !app.isUnderPressure() && Number.isFinite(app.memoryUsage().eventLoopDelay), 'calm after start')
   t.equal((await app.inject({ method: 'GET', url: '/version' })).statusCode, 200)
 })
 
 t.test('/health still answers under pressure, itself', async (t) => {
-  const app = await build(t, { env: { MAX_HEAP_BYTES: '1' } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_HEAP_BYTES: '1' } })
   await until(() => app.isUnderPressure(), 'heap pressure')
   const res = await app.inject({ method: 'GET', url: '/health' })
   t.equal(res.statusCode, 200)
@@ -63,7 +63,7 @@ t.test('/health still answers under pressure, itself', async (t) => {
 })
 
 t.test('a database that stops answering: requests get 503 ServiceUnavailable, /health says 503', async (t) => {
-  const app = await build(t)
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true' } })
   // the start-up itself can block the loop for a sample: wait until the server is calm
   await until(() => !app.isUnderPressure() && Number.isFinite(app.memoryUsage().eventLoopDelay), 'calm after start')
   t.equal((await app.inject({ method: 'GET', url: '/version' })).statusCode, 200)
@@ -78,7 +78,7 @@ t.test('a database that stops answering: requests get 503 ServiceUnavailable, /h
 })
 
 t.test('every documented operation declares the 503 it may be shed with', async (t) => {
-  const app = await build(t, { env: { ENVIRONMENT: 'local' } })
+  const app = await build(t, { env: { LOAD_SHEDDING: 'true', ENVIRONMENT: 'local' } })
   const doc = app.openapi('v1')
   const operations = Object.entries(doc.paths as Record<string, Record<string, any>>)
     .flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })))

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import t, { type Test } from 'tap'
-import { json } from '../helper.js'
+import { dialect, json } from '../helper.js'
 import { createCreator, createUser } from '../fixtures.js'
 import { createPost, setup } from '../post-fixtures.js'
 import { countPublishedPosts } from '../../src/domain/post-counter.js'
@@ -11,9 +12,10 @@ import { nowIso } from '../../src/db/time.js'
 const FUTURE = '2099-01-01T00:00:00Z'
 const PAST = '2020-01-01T00:00:00Z'
 
-/** The counter's rows, and what a full count says they should be (posts with a published_at, by type). */
+/** The counter (its slots summed by type), and what a full count says they should be (posts with a published_at, by type). */
 async function counterAndTruth (app: FastifyInstance) {
-  const counter = await app.db.selectFrom('post_counter').select(['type', 'published']).where('published', '<>', 0).orderBy('type').execute()
+  const counter = await app.db.selectFrom('post_counter').select(['type', sql<number>`sum(published)`.as('published')])
+    .groupBy('type').having(sql`sum(published)`, '<>', 0).orderBy('type').execute()
   const truth = await app.db.selectFrom('post').select(['type', sql<number>`count(*)`.as('published')])
     .where('published_at', 'is not', null).groupBy('type').orderBy('type').execute()
   return {
@@ -125,3 +127,52 @@ t.test('the seeder keeps the counter right', async (t) => {
   t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts' })).total, Number(published.n), 'the list total')
   t.ok(Number(published.n) > 0 && Number(published.n) < 500, 'seeded posts are mixed: published, drafts, scheduled')
 })
+
+t.test('totals stay exact under concurrent writers: inserts, deletes, publishing and type changes at once', async (t) => {
+  const app = await setup(t)
+  const creators = await Promise.all([createCreator(app), createCreator(app), createCreator(app)])
+  const kinds = [{}, { published_at: null }, { published_at: FUTURE }, { type: 'COURSE' }, { published_at: PAST }]
+  const posts = await Promise.all(Array.from({ length: 60 }, (_, i) => createPost(app, creators[i % 3], kinds[i % kinds.length])))
+  const byId = new Map(posts.map((p, i) => [p.id, creators[i % 3]]))
+  // One burst of every kind of write, interleaved: a pool of connections runs them concurrently on PostgreSQL.
+  const writes = posts.map((p, i) => {
+    const owner = byId.get(p.id)!
+    const put = (body: Record<string, unknown>) => app.inject({ method: 'PUT', url: `/v1/posts/${p.id}`, headers: owner.headers, payload: { title: p.title, type: p.type, ...body } })
+    if (i % 4 === 0) return app.inject({ method: 'DELETE', url: `/v1/posts/${p.id}`, headers: owner.headers })
+    if (i % 4 === 1) return put({ published_at: PAST })
+    if (i % 4 === 2) return put({ type: p.type === 'ARTICLE' ? 'COURSE' : 'ARTICLE' })
+    return createPost(app, owner, kinds[i % kinds.length]).then(() => ({ statusCode: 201 }))
+  })
+  const statuses = (await Promise.all(writes)).map(r => r.statusCode)
+  t.ok(statuses.every(s => s === 200 || s === 201 || s === 204), 'every write succeeded')
+  const now = nowIso()
+  const fresh = async (type?: string) => Number((await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n'))
+    .where('published_at', '<=', now).$if(type !== undefined, q => q.where('type', '=', type as 'ARTICLE' | 'COURSE')).executeTakeFirstOrThrow()).n)
+  const all = await fresh()
+  const article = await fresh('ARTICLE')
+  t.ok(all > 0 && article > 0 && article < all, `a mix survived (${article} of ${all} are articles)`)
+  await checkExact(t, app, { all, article }, 'after the concurrent burst')
+})
+
+if (dialect === 'postgres') {
+  t.test('a post writer never waits for another open writer\'s counter row (PostgreSQL)', async (t) => {
+    const app = await setup(t)
+    const creator = await createCreator(app)
+    const row = (title: string) => ({
+      id: randomUUID(), creator_id: creator.id, type: 'ARTICLE' as const, slug: title, title, body: '', tags: '[]', media_url: null,
+      published_at: PAST, created_at: PAST, updated_at: PAST, sort_at: PAST
+    })
+    await createPost(app, creator) // the type's first slot exists
+    await app.db.transaction().execute(async (first) => {
+      await first.insertInto('post').values(row('first')).execute()
+      // `first` holds its slot until it commits; a second writer must not queue behind it.
+      await app.db.transaction().execute(async (second) => {
+        await sql`set local lock_timeout = '2s'`.execute(second)
+        await second.insertInto('post').values(row('second')).execute()
+      })
+    })
+    const slots = await app.db.selectFrom('post_counter').select('slot').where('type', '=', 'ARTICLE').execute()
+    t.ok(slots.length >= 2, `the second writer took a slot of its own (${slots.length} slots)`)
+    await checkExact(t, app, { all: 3, article: 3 }, 'after both committed')
+  })
+}
