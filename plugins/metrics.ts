@@ -28,15 +28,30 @@ export default fp(async (fastify) => {
       handler: async () => {}
     },
     defaultMetrics: { enabled: true, register: registry },
-    routeMetrics: {
-      enabled: { histogram: true, summary: false },
-      registeredRoutesOnly: false,
-      invalidRouteGroup: '__unknown__',
-      overrides: {
-        histogram: { registers: [registry], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
-        // fastify-metrics builds the summary even when disabled: registered nowhere, it never shows
-        summary: { registers: [] }
-      }
+    // The request histogram is ours (below): fastify-metrics' own keeps two timers per request
+    // in a WeakMap and hashes the labels on every observation, a tenth of a small request's cost.
+    routeMetrics: { enabled: false }
+  })
+
+  const histogram = new promClient.Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'request duration in seconds',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry]
+  })
+  // One child per method, route template and status: the labels are hashed once, not per request.
+  // Bounded: routes are templates, and every unknown URL shares `__unknown__`.
+  const series = new Map<string, promClient.Histogram.Internal<'method' | 'route' | 'status_code'>>()
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? '__unknown__'
+    const key = `${request.method} ${reply.statusCode} ${route}`
+    let child = series.get(key)
+    if (child === undefined) {
+      child = histogram.labels(request.method, route, String(reply.statusCode))
+      series.set(key, child)
     }
+    child.observe(reply.elapsedTime / 1000)
+    done()
   })
 }, { name: 'metrics' })

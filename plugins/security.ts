@@ -1,5 +1,5 @@
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
+import helmet from 'helmet'
 import fp from 'fastify-plugin'
 import { AppError } from '../src/domain/errors.js'
 
@@ -13,10 +13,15 @@ export default fp(async (fastify) => {
   const { config } = fastify
   const httpsDirect = Boolean(config.TLS_CERT_FILE)
 
-  await fastify.register(helmet, {
+  const headers = securityHeaders(helmet({
     // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.
     contentSecurityPolicy: false,
     hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
+  }))
+  // Helmet's headers do not depend on the request: worked out once, set in one call per request.
+  fastify.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(headers)
+    done()
   })
 
   const wildcard = config.corsOrigins.includes('*')
@@ -44,3 +49,14 @@ export default fp(async (fastify) => {
     }
   })
 }, { name: 'security', dependencies: ['config', 'problems'] })
+
+/** The headers a helmet middleware sets, captured once from a dry run. */
+function securityHeaders (middleware: ReturnType<typeof helmet>): Record<string, string> {
+  const headers: Record<string, string> = {}
+  const res = {
+    setHeader: (name: string, value: string) => { headers[name.toLowerCase()] = String(value) },
+    removeHeader: (name: string) => { delete headers[name.toLowerCase()] }
+  }
+  middleware({} as never, res as never, () => {})
+  return headers
+}

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import formats from 'ajv-formats'
+import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
@@ -16,6 +17,9 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
   return {
     logger: {
       level: config.LOG_LEVEL,
+      // Asynchronous stdout: lines are written in batches off the request path instead of one
+      // blocking write per request; pino flushes what is left when the process exits.
+      ...(config.LOG_LEVEL === 'silent' ? {} : { stream: pino.destination({ dest: 1, sync: false }) }),
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
           'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],
