@@ -35,18 +35,20 @@ export default fp(async (fastify) => {
     maxAge: 600
   })
 
-  fastify.addHook('onRequest', async (request) => {
+  // A plain (not async) hook: no promise per request for a check that never waits.
+  fastify.addHook('onRequest', (request, _reply, done) => {
     const query = request.url.indexOf('?')
     if (query !== -1) {
       for (const key of new URLSearchParams(request.url.slice(query + 1)).keys()) {
         if (TOKEN_PARAMS.has(key.trim().toLowerCase())) {
-          throw new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL')
+          return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
         }
       }
     }
     if (config.production && !httpsDirect && request.protocol !== 'https') {
-      throw new AppError('HttpsRequired', 'this API is served over HTTPS only')
+      return done(new AppError('HttpsRequired', 'this API is served over HTTPS only'))
     }
+    done()
   })
 }, { name: 'security', dependencies: ['config', 'problems'] })
 
