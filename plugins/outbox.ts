@@ -5,7 +5,7 @@ import type { Transporter } from 'nodemailer'
 import type { Counter } from 'prom-client'
 import promClient from 'prom-client'
 import { backoffMs, claimDue, markFailed, markSent, type OutboxMessage } from '../src/domain/outbox.js'
-import { nowMs } from '../src/db/time.js'
+import { clockMs } from '../src/db/time.js'
 
 export interface OutboxOptions {
   /** run the background loop once the server listens (default true); tests call runOnce instead */
@@ -103,7 +103,7 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
     await rename(temp, target)
   }
 
-  async function runOnce ({ now = new Date(nowMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
+  async function runOnce ({ now = new Date(clockMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
     const claimed = await claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
     const result = { claimed: claimed.length, sent: 0, failed: 0 }
     for (const message of claimed) {

@@ -5,7 +5,7 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { nowIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/time.js'
 
 const run = promisify(execFile)
 
@@ -29,7 +29,7 @@ t.test('operator commands', async (t) => {
   const db = createDb(url)
   t.teardown(() => db.destroy())
   await migrateToLatest(db)
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('user').values({
     id: '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10', username: 'ada', email: 'ada@example.com', password_hash: 'x',
     is_active: true, is_creator: false, created_at: now, updated_at: now

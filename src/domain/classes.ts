@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, StudentTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { assertOwnCourse } from './courses.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
@@ -61,7 +61,7 @@ export async function getClass (db: Db, classId: string): Promise<Class> {
 export async function createClass (db: Db, ownerId: string, body: ClassCreate): Promise<Class> {
   if (body.course_id) await assertOwnCourse(db, body.course_id, ownerId)
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('class').values({
     id, owner_id: ownerId, name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null,
     created_at: now, updated_at: now
@@ -87,7 +87,7 @@ export async function getStudent (db: Db, classId: string, studentId: string): P
 
 export async function createStudent (db: Db, classId: string, body: StudentCreate): Promise<Student> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('student').values({
     id, class_id: classId, first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex,
     email: body.email ?? null, created_at: now, updated_at: now

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { AppError } from './errors.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { isPostgres } from '../db/dialect.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
@@ -55,7 +55,7 @@ export async function getComment (db: Executor, postId: string, commentId: strin
 /** A new comment; the post's creator is alerted in the same transaction. */
 export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   return db.transaction().execute(async (trx) => {
     await assertPostVisible(trx, postId, authorId)
     await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
@@ -67,7 +67,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
 export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, input: CommentWrite, guard: CommentGuard): Promise<Comment> {
   return db.transaction().execute(async (trx) => {
     guard(await lockComment(trx, postId, commentId, viewerId))
-    await trx.updateTable('comment').set({ text: input.text, updated_at: nowIso() }).where('id', '=', commentId).execute()
+    await trx.updateTable('comment').set({ text: input.text, updated_at: writeTimeIso() }).where('id', '=', commentId).execute()
     return getComment(trx, postId, commentId, viewerId)
   })
 }

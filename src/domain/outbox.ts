@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import { isPostgres, type Db, type Executor } from '../db/dialect.js'
 import type { OutboxMessageTable } from '../db/schema.js'
-import { nowIso, nowMs } from '../db/time.js'
+import { writeTimeIso, clockMs } from '../db/time.js'
 
 export type OutboxMessage = Selectable<OutboxMessageTable>
 
@@ -19,7 +19,7 @@ export interface Email {
  */
 export async function enqueueEmail (db: Executor, email: Email): Promise<string> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('outbox_message').values({
     id,
     to_address: email.to,
@@ -77,7 +77,7 @@ export async function claimDue (db: Db, opts: ClaimOptions): Promise<OutboxMessa
 }
 
 /** Records a delivery, and the alert's `sent_at` when the message carried one. */
-export async function markSent (db: Db, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(nowMs())): Promise<void> {
+export async function markSent (db: Db, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(clockMs())): Promise<void> {
   const sentAt = now.toISOString()
   await db.transaction().execute(async (trx) => {
     await trx.updateTable('outbox_message')

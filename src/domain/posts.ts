@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
-import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
+import { clockIso, formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
@@ -50,7 +50,7 @@ function toPost (row: PostRow): Post {
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
 function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
   if (viewerId !== undefined && row.creator_id === viewerId) return true
-  return row.published_at !== null && toDate(row.published_at).getTime() <= nowMs()
+  return row.published_at !== null && toDate(row.published_at).getTime() <= clockMs()
 }
 
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
@@ -153,7 +153,7 @@ export async function listCreatorPosts (db: Executor, profileId: string, query: 
 /** Creates a post and its tag rows in one transaction; a taken slug is 409. */
 export async function createPost (db: Executor, creatorId: string, input: PostCreate): Promise<Post> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
@@ -177,7 +177,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
   return inTransaction(db, slug, async (trx) => {
     const current = await lockVisible(trx, postId, viewerId)
     guard(toPost(current))
-    const now = nowIso()
+    const now = writeTimeIso()
     const publishedAt = input.published_at === undefined
       ? current.published_at === null ? null : toDate(current.published_at).toISOString()
       : input.published_at === null ? null : parseDateTimeInput(input.published_at)
@@ -223,7 +223,7 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
 
 function statusOf (row: PostRow): string {
   if (row.published_at === null) return 'draft'
-  return toDate(row.published_at).getTime() <= nowMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
+  return toDate(row.published_at).getTime() <= clockMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
 }
 
 /** The row to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from './errors.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
@@ -56,7 +56,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
     return await db.transaction().execute(async (trx) => {
       await assertPostVisible(trx, postId, authorId)
       await trx.insertInto('review').values({
-        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: nowIso()
+        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: writeTimeIso()
       }).execute()
       await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
       return toReview(await selectReviews(trx, postId).where('review.id', '=', id).executeTakeFirstOrThrow())

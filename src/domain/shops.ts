@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
@@ -58,7 +58,7 @@ export async function getShop (db: Db, shopId: string): Promise<Shop> {
 }
 
 export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
-  const now = nowIso()
+  const now = writeTimeIso()
   const id = randomUUID()
   await db.insertInto('shop').values({
     id, owner_id: ownerId, name: body.name, description: body.description ?? null, created_at: now, updated_at: now
@@ -68,7 +68,7 @@ export async function createShop (db: Db, ownerId: string, body: ShopWrite): Pro
 
 export async function updateShop (db: Db, shopId: string, body: ShopWrite): Promise<Shop> {
   await db.updateTable('shop')
-    .set({ name: body.name, description: body.description ?? null, updated_at: nowIso() })
+    .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
     .where('id', '=', shopId).execute()
   return getShop(db, shopId)
 }
@@ -100,7 +100,7 @@ export async function getProduct (db: Db, shopId: string, productId: string): Pr
 }
 
 export async function createProduct (db: Db, shopId: string, body: ProductWrite): Promise<Product> {
-  const now = nowIso()
+  const now = writeTimeIso()
   const id = randomUUID()
   await db.insertInto('product').values({
     id, shop_id: shopId, name: body.name, description: body.description ?? null,
@@ -111,7 +111,7 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
 
 export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite): Promise<Product> {
   await db.updateTable('product')
-    .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: nowIso() })
+    .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
     .where('id', '=', productId).where('shop_id', '=', shopId).execute()
   return getProduct(db, shopId, productId)
 }

@@ -4,7 +4,7 @@ import { AppError } from './errors.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
 import type { Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 
 /** Who is calling: the account behind a verified token. */
@@ -78,7 +78,7 @@ export async function signUp (db: Db, input: ProfileCreate): Promise<MyProfile> 
   const email = input.email.trim().toLowerCase()
   const passwordHash = await hashPassword(input.password)
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   try {
     await db.transaction().execute(async (trx) => {
       await trx.insertInto('user').values({
@@ -150,7 +150,7 @@ export async function updateMe (db: Db, id: string, input: ProfileUpdate): Promi
     favorite_band: input.favorite_band ?? null,
     website: input.website ?? null,
     avatar_url: input.avatar_url ?? null,
-    updated_at: nowIso()
+    updated_at: writeTimeIso()
   }).where('id', '=', id).execute()
   return getMyProfile(db, id)
 }
@@ -164,7 +164,7 @@ async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_activ
   const user = await db.selectFrom('user').select(['id', flag]).where('username', '=', name).executeTakeFirst()
   if (!user) throw new AppError('ProfileNotFound', `no user named ${name}`)
   if (Boolean(user[flag]) === value) return { username: name, changed: false }
-  await db.updateTable('user').set({ [flag]: value, updated_at: nowIso() }).where('id', '=', user.id).execute()
+  await db.updateTable('user').set({ [flag]: value, updated_at: writeTimeIso() }).where('id', '=', user.id).execute()
   return { username: name, changed: true }
 }
 
