@@ -1,4 +1,4 @@
-import type { ColumnType } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 /**
  * Timestamps are written as ISO strings; SQLite gives strings back and PostgreSQL (timestamptz) Dates.
