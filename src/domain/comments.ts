@@ -7,6 +7,7 @@ import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
+import { PERSON_COLUMNS, toPerson } from './people.js'
 
 /** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
 export type CommentGuard = (current: Comment) => void
@@ -19,7 +20,7 @@ function selectComments (db: Executor, postId: string) {
     .innerJoin('user', 'user.id', 'comment.author_id')
     .innerJoin('profile', 'profile.id', 'comment.author_id')
     .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at',
-      'user.username', 'profile.first_name', 'profile.last_name'])
+      ...PERSON_COLUMNS])
     .where('comment.post_id', '=', postId)
 }
 
@@ -29,7 +30,7 @@ function toComment (row: CommentRow): Comment {
   return {
     id: row.id,
     post_id: row.post_id,
-    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    author: toPerson(row.author_id, row),
     text: row.text,
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)

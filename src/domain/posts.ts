@@ -9,6 +9,7 @@ import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { getCreator } from './users.js'
+import { PERSON_COLUMNS, toPerson } from './people.js'
 
 /**
  * A check run inside the change's transaction against the post as it is now, before anything
@@ -26,7 +27,7 @@ function selectPosts (db: Executor) {
     .innerJoin('profile', 'profile.id', 'post.creator_id')
     .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.tags', 'post.media_url',
       'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
-      'user.username', 'profile.first_name', 'profile.last_name'])
+      ...PERSON_COLUMNS])
 }
 
 type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
@@ -40,7 +41,7 @@ function toPost (row: PostRow): Post {
     body: row.body,
     tags: JSON.parse(row.tags) as string[],
     media_url: row.media_url,
-    creator: { id: row.creator_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    creator: toPerson(row.creator_id, row),
     published_at: formatNullableDateTime(row.published_at),
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)

@@ -6,20 +6,24 @@ import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
-import { ownerOf, ownersById } from './people.js'
+import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
 /** Shops and their products: creators open shops, the shop's owner manages it and its products. */
 
 type ShopRow = Selectable<ShopTable>
 type ProductRow = Selectable<ProductTable>
-type Owners = Awaited<ReturnType<typeof ownersById>>
 
-function toShop (row: ShopRow, owners: Owners): Shop {
-  const owner = owners.get(row.owner_id)
-  if (!owner) throw new Error(`shop ${row.id} has no owner`) // unreachable: foreign key
+function selectShops (db: Db) {
+  return db.selectFrom('shop')
+    .innerJoin('user', 'user.id', 'shop.owner_id')
+    .innerJoin('profile', 'profile.id', 'shop.owner_id')
+    .selectAll('shop').select([...PERSON_COLUMNS])
+}
+
+function toShop (row: ShopRow & PersonRow): Shop {
   return {
     id: row.id,
-    owner,
+    owner: toPerson(row.owner_id, row),
     name: row.name,
     description: row.description,
     created_at: formatDateTime(row.created_at),
@@ -40,21 +44,19 @@ function toProduct (row: ProductRow): Product {
   }
 }
 
-const SHOP_SORT = { name: 'name', created_at: 'created_at', updated_at: 'updated_at' }
+const SHOP_SORT = { name: 'shop.name', created_at: 'shop.created_at', updated_at: 'shop.updated_at' }
 
 export async function listShops (db: Db, query: ShopListQuery, page: Page) {
-  let q = db.selectFrom('shop').selectAll()
-  if (query.owner_id) q = q.where('owner_id', '=', query.owner_id)
-  const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'created_at', direction: 'desc' }])
+  let q = selectShops(db)
+  if (query.owner_id) q = q.where('shop.owner_id', '=', query.owner_id)
+  const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'shop.created_at', direction: 'desc' }], 'shop.id')
   const { rows, total } = await fetchPage(q, sort, page)
-  const owners = await ownersById(db, rows.map(r => r.owner_id))
-  return { items: rows.map(r => toShop(r, owners)), total }
+  return { items: rows.map(toShop), total }
 }
 
 export async function getShop (db: Db, shopId: string): Promise<Shop> {
-  const row = await orNotFound(db.selectFrom('shop').selectAll().where('id', '=', shopId).executeTakeFirst(),
-    'ShopNotFound', `no shop with id ${shopId}`)
-  return toShop(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
+  return toShop(await orNotFound(selectShops(db).where('shop.id', '=', shopId).executeTakeFirst(),
+    'ShopNotFound', `no shop with id ${shopId}`))
 }
 
 export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
