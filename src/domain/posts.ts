@@ -49,7 +49,7 @@ function toPost (row: PostRow): Post {
 }
 
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
-function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
+export function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
   if (viewerId !== undefined && row.creator_id === viewerId) return true
   return row.published_at !== null && toDate(row.published_at).getTime() <= clockMs()
 }
