@@ -135,6 +135,7 @@ const fleet = await startFleet({
   runtime: 'tsx',
   redisUrl: REDIS_URL,
   smtpUrl: smtp.url,
+  logLevel: process.env.FLEET_LOG_LEVEL ?? 'warn',
   env: {
     RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
     AUTH_RATE_LIMIT_MAX: '1000',
@@ -152,7 +153,7 @@ t.teardown(() => db.end())
 
 async function countIn (table: string, ids: string[]): Promise<number> {
   if (ids.length === 0) return 0
-  const { rows } = await db.query(`select count(*)::int as n from "${table}" where id = any($1::uuid[])`, [ids])
+  const { rows } = await db.query(`select count(*)::int as n from "${table}" where id = any($1::text[])`, [ids])
   return rows[0].n
 }
 
@@ -367,7 +368,7 @@ t.test('SIGTERM drains an instance with no failed request', async (t) => {
   await Promise.all([burst.stop(), reads.stop()])
   const all = [...burst.outcomes, ...reads.outcomes]
   t.comment(`outcomes ${JSON.stringify(tally(all))}; exited ${exitedAt - signalledAt} ms after SIGTERM`)
-  t.same(exit, { code: 0, signal: null }, 'the instance exited cleanly')
+  if (!t.same(exit, { code: 0, signal: null }, 'the instance exited cleanly')) t.comment(victim.log.join('').slice(-4000))
   t.same(tally(burst.outcomes), { 201: burst.outcomes.length }, 'every write succeeded')
   t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
   const acknowledged = burst.outcomes.map(o => o.id!)

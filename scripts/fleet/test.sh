@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 command -v haproxy >/dev/null || { echo "haproxy is not installed (Debian: apt-get install -y haproxy)"; echo "0 passed, 1 failed"; exit 1; }
 log=$(mktemp)
-timeout "${FLEET_TEST_TIMEOUT:-600}" node --import tsx scripts/fleet/fleet.test.ts 2>&1 | tee "$log"
+TAP_TIMEOUT=0 timeout "${FLEET_TEST_TIMEOUT:-600}" node --import tsx scripts/fleet/fleet.test.ts 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 passed=$(grep -cE '^ok [0-9]+' "$log")
 failed=$(grep -cE '^not ok [0-9]+' "$log")
