@@ -407,7 +407,9 @@ t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then re
   const refusals = all.filter(o => o.status !== 200 && o.status !== 201)
   const clean = (o: Outcome) => o.status === 503 && o.answer!.headers['retry-after'] !== undefined && o.answer!.json?.code === 'ServiceUnavailable' &&
     String(o.answer!.headers['content-type']).startsWith('application/problem+json')
-  t.same(refusals.filter(o => !clean(o)).map(o => o.answer?.body ?? o.status), [], 'every refusal, from an instance or from HAProxy, is a ServiceUnavailable problem with Retry-After')
+  if (!t.same(refusals.filter(o => !clean(o)).map(o => o.answer?.body ?? o.status), [], 'every refusal, from an instance or from HAProxy, is a ServiceUnavailable problem with Retry-After')) {
+    for (const i of fleet.instances) t.comment(`${i.name}: ${i.log.join('').split('\n').filter(l => l.includes('request failed') && !l.includes('ServiceUnavailable')).slice(-3).join('\n')}`)
+  }
   t.ok(refusals.some(o => o.servedBy !== undefined), `some came from the instances (${refusals.filter(o => o.servedBy).length}) before HAProxy took them out`)
   t.ok(recoveredAt > 0, 'writes succeed again after the database is back')
   const later = all.filter(o => o.startedAt > recoveredAt + 500)
