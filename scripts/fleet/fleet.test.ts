@@ -144,6 +144,8 @@ const fleet = await startFleet({
   }
 })
 t.teardown(() => fleet.stop())
+// `timeout` (test.sh) ends a stuck run with SIGTERM: take the fleet and its database down with it
+process.once('SIGTERM', () => { void fleet.stop().finally(() => process.exit(1)) })
 t.comment(`fleet up in ${Date.now() - started} ms: ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`)
 const NAMES = fleet.instances.map(i => i.name)
 

@@ -46,15 +46,14 @@ export async function privatePostgres (): Promise<PrivatePostgres> {
   const start = () => asPostgres(`${bin}/pg_ctl`, ['-D', data, '-w', '-t', '30', '-l', join(dir, 'postgres.log'), '-o', options, 'start'])
   const stop = () => asPostgres(`${bin}/pg_ctl`, ['-D', data, '-w', '-t', '30', '-m', 'fast', 'stop'])
   start()
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    port,
-    dir,
-    start,
-    stop,
-    destroy: () => {
-      try { stop() } catch {}
-      rmSync(dir, { recursive: true, force: true })
-    }
+  let destroyed = false
+  const destroy = () => {
+    if (destroyed) return
+    destroyed = true
+    try { stop() } catch {}
+    rmSync(dir, { recursive: true, force: true })
   }
+  // synchronous, so it also runs when this process exits on an error
+  process.once('exit', destroy)
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, start, stop, destroy }
 }
