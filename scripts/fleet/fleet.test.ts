@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
 import pg from 'pg'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
@@ -127,6 +128,11 @@ function load (send: (n: number) => Promise<Answer>, loops: number) {
 const tally = (outcomes: Outcome[]) => outcomes.reduce<Record<string, number>>((a, o) => { a[o.status] = (a[o.status] ?? 0) + 1; return a }, {})
 
 // ---------------------------------------------------------------- the fleet
+// Roja skips rate limits when Redis is away, which would read as "limits are not shared": say so first.
+const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000 })
+redis.on('error', () => {}) // reported by the ping below
+await redis.connect().then(() => redis.ping()).catch((err: Error) => { throw new Error(`Redis at ${REDIS_URL} does not answer (FLEET_REDIS_URL): ${err.message}`) })
+redis.disconnect()
 const smtp = await smtpServer(25)
 t.teardown(() => smtp.close())
 const started = Date.now()
