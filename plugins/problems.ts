@@ -10,6 +10,8 @@ const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 
 const HOST_RULE = 'files are to be uploaded only to internal services'
 // Errors of the database driver that mean "the database is not there", not "our bug".
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY'])
+// pg's errors for a connection the server dropped mid-request (a restart) carry no code, only these messages.
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error)/
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -105,7 +107,7 @@ export function toAppError (err: FastifyError & { validationContext?: string, er
   if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code) && 'severity' in err) {
     return new AppError('ValidationFailed', 'a value is outside what the server can store')
   }
-  if (err.code && UNAVAILABLE.has(String(err.code))) {
+  if ((err.code && UNAVAILABLE.has(String(err.code))) || (!err.code && UNAVAILABLE_MESSAGE.test(err.message))) {
     return new AppError('ServiceUnavailable', 'a backing service is unavailable, try again later', { headers: { 'retry-after': '5' } })
   }
   if (err instanceof SyntaxError && err.statusCode === 400) return new AppError('MalformedBody', 'the body is not valid JSON')
