@@ -1,10 +1,11 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Transporter } from 'nodemailer'
 import type { Counter } from 'prom-client'
 import promClient from 'prom-client'
-import { backoffMs, claimDue, markFailed, markSent, type OutboxMessage } from '../src/domain/outbox.js'
+import { backoffMs, claimDue, markFailed, markSent, outboxBacklog, type OutboxMessage } from '../src/domain/outbox.js'
 import { nowMs } from '../src/db/time.js'
 
 export interface OutboxOptions {
@@ -79,6 +80,7 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
   }
 
   const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
+  if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => outboxBacklog(db, o.maxAttempts), log)
 
   async function deliver (message: OutboxMessage): Promise<void> {
     const mail = {
@@ -158,4 +160,28 @@ function makeCounters (registry: promClient.Registry): { sent: Counter, failed: 
     sent: new promClient.Counter({ name: 'roja_outbox_sent_total', help: 'e-mails delivered by the outbox worker', registers: [registry] }),
     failed: new promClient.Counter({ name: 'roja_outbox_failed_total', help: 'failed e-mail delivery attempts; final="true" when no retry is left', labelNames: ['final'], registers: [registry] })
   }
+}
+
+/** Queue depth and the oldest message's age, read with one query when Prometheus scrapes (never per request). */
+function backlogGauges (registry: promClient.Registry, read: () => ReturnType<typeof outboxBacklog>, log: FastifyBaseLogger): void {
+  let backlog: Promise<Awaited<ReturnType<typeof outboxBacklog>> | undefined> | undefined
+  // A scrape starts every collect() in the same tick, so the three gauges share the read in flight.
+  const current = () => {
+    backlog ??= read().catch((err) => { log.warn({ err }, 'outbox backlog unreadable for metrics'); return undefined })
+      .finally(() => { backlog = undefined })
+    return backlog
+  }
+  const gauge = (name: string, help: string, value: (b: Awaited<ReturnType<typeof outboxBacklog>>) => number) =>
+    new promClient.Gauge({
+      name, help, registers: [registry],
+      async collect () {
+        const b = await current()
+        // Unreadable (database down): no sample rather than a stale one.
+        if (b) this.set(value(b))
+        else this.reset()
+      }
+    })
+  gauge('roja_outbox_pending_messages', 'e-mails queued and not yet delivered that will still be tried', b => b.pending)
+  gauge('roja_outbox_oldest_pending_age_seconds', 'age of the oldest undelivered e-mail that will still be tried (0 when none)', b => b.oldestQueuedAt ? Math.max(0, (nowMs() - b.oldestQueuedAt.getTime()) / 1000) : 0)
+  gauge('roja_outbox_dead_messages', 'e-mails that used all their attempts and will not be tried again', b => b.dead)
 }

@@ -25,6 +25,7 @@ const HEALTH_CHECK_MS = 1000
  */
 export default fp(async (fastify) => {
   const { config } = fastify
+  const refusals = fastify.hasDecorator('refusals') ? fastify.refusals : undefined
   // Default heap ceiling: 90 % of V8's own limit, so we shed before the process dies of OOM.
   const maxHeapUsedBytes = config.MAX_HEAP_BYTES ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9)
   const shed = new AppError('ServiceUnavailable', 'the server is under too much load, try again later', {
@@ -60,6 +61,7 @@ export default fp(async (fastify) => {
         lastWarning = Date.now()
         request.log.warn({ type, value }, 'shedding load: answering 503')
       }
+      refusals?.shed.inc({ reason: type })
       throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
     }
   })
