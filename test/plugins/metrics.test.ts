@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
@@ -374,4 +375,19 @@ t.test('the scrape stays small: under 24 KB after traffic on a dozen routes', as
   const text = await scrape(server)
   t.comment(`${text.length} bytes, ${samples(text, 'http_request_duration_seconds_count').length} request series`)
   t.ok(text.length < 24 * 1024, `${text.length} bytes`)
+})
+
+t.test('every series the alert rules and the Grafana dashboard use is one /metrics exposes', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
+  const text = await scrape(server)
+  const families = new Set([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>
+    type === 'histogram' ? [name, `${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]))
+  families.add('up') // Prometheus' own, per scrape target
+  for (const file of ['ops/prometheus/alerts.yml', 'ops/grafana/roja.json']) {
+    const used = new Set(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').match(/\b(up|roja_\w+|http_request_\w+|nodejs_\w+|process_\w+)(?=\{|\[|\)| )/g))
+    t.ok(used.size > 5, `${file} uses ${used.size} series`)
+    // The pool exists on PostgreSQL only
+    const missing = [...used].filter(name => !families.has(name) && !(dialect === 'sqlite' && name.startsWith('roja_db_pool_')))
+    t.same(missing, [], `${file}: every series exists`)
+  }
 })
