@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { isIPv4 } from 'node:net'
+import type {} from '@fastify/otel' // its route config `otel: false` (types only)
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import metricsModule from 'fastify-metrics'
@@ -130,13 +131,6 @@ export const metricsEndpoint = fp(async (fastify) => {
     return await render()
   })
 }, { name: 'metrics-endpoint', dependencies: ['metrics', 'rate-limit'] })
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** @fastify/otel's per-route switch: `false` traces nothing for the route */
-    otel?: boolean
-  }
-}
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 

@@ -80,6 +80,8 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
   }
 
   const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
+  // With tracing on, each delivery is a span (its queries are children); off, the plain call.
+  const traced = fastify.hasDecorator('traced') ? fastify.traced : async <T>(_name: string, _attributes: object, fn: () => Promise<T>) => await fn()
   if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => outboxBacklog(db, o.maxAttempts), log)
 
   async function deliver (message: OutboxMessage): Promise<void> {
@@ -109,20 +111,22 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
     const claimed = await claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
     const result = { claimed: claimed.length, sent: 0, failed: 0 }
     for (const message of claimed) {
-      try {
-        await deliver(message)
-      } catch (err) {
-        const final = message.attempts >= o.maxAttempts
-        const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
-        await markFailed(db, message.id, (err as Error).message, retryAt)
-        result.failed++
-        counters?.failed.inc({ final: String(final) })
-        log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
-        continue
-      }
-      await markSent(db, message)
-      result.sent++
-      counters?.sent.inc()
+      await traced('outbox deliver', { 'messaging.system': 'roja.outbox', 'messaging.message.id': message.id, 'roja.outbox.attempt': message.attempts }, async () => {
+        try {
+          await deliver(message)
+        } catch (err) {
+          const final = message.attempts >= o.maxAttempts
+          const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
+          await markFailed(db, message.id, (err as Error).message, retryAt)
+          result.failed++
+          counters?.failed.inc({ final: String(final) })
+          log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
+          return err as Error // marks the span failed
+        }
+        await markSent(db, message)
+        result.sent++
+        counters?.sent.inc()
+      })
     }
     return result
   }
