@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { BlockList, isIP } from 'node:net'
 import { resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
@@ -36,7 +37,18 @@ export const EnvSchema = Type.Object({
   LOAD_SHEDDING: Type.Boolean({ default: true }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),
   MAX_HEAP_BYTES: Type.Optional(Type.Integer({ minimum: 1 })),
-  MAX_RSS_BYTES: Type.Optional(Type.Integer({ minimum: 1 }))
+  MAX_RSS_BYTES: Type.Optional(Type.Integer({ minimum: 1 })),
+  // GET /metrics (plugins/metrics.ts): who may scrape, how often, and what it shows.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  METRICS_ALLOW: Type.Optional(Type.String({ minLength: 1 })),
+  METRICS_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
+  METRICS_CACHE_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  METRICS_RUNTIME_INFO: Type.Boolean({ default: false }),
+  // Tracing (plugins/tracing.ts), on when an OTLP endpoint is set; the SDK reads the other OTEL_* itself.
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Union([Type.Literal('http/protobuf'), Type.Literal('http/json')], { default: 'http/protobuf' }),
+  OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'roja' })
 })
 export type Env = Static<typeof EnvSchema>
 
@@ -82,7 +94,9 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
     corsOrigins,
     docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
-    trustProxy: parseTrustProxy(raw.TRUST_PROXY)
+    trustProxy: parseTrustProxy(raw.TRUST_PROXY),
+    metricsAllow: raw.METRICS_ALLOW ? parseAddresses('METRICS_ALLOW', raw.METRICS_ALLOW) : undefined,
+    tracing: Boolean(raw.OTEL_EXPORTER_OTLP_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
   }
 }
 export type Config = ReturnType<typeof loadConfig>
@@ -104,6 +118,23 @@ function describeEnvError (err: Error & { errors?: EnvIssue[] }): string {
 
 function list (value: string): string[] {
   return value.split(',').map(s => s.trim()).filter(Boolean)
+}
+
+/** A comma list of addresses and CIDR ranges (IPv4 or IPv6) as a BlockList to check against. */
+function parseAddresses (name: string, value: string): BlockList {
+  const addresses = new BlockList()
+  for (const entry of list(value)) {
+    const [address, prefix, extra] = entry.split('/')
+    const family = isIP(address)
+    const bits = prefix === undefined ? undefined : Number(prefix)
+    if (family === 0 || extra !== undefined || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && bits! <= (family === 4 ? 32 : 128)))) {
+      throw new ConfigError(`invalid configuration: ${name} entry "${entry}" is not an IP address or CIDR range`)
+    }
+    const type = family === 4 ? 'ipv4' : 'ipv6'
+    if (bits === undefined) addresses.addAddress(address, type)
+    else addresses.addSubnet(address, bits, type)
+  }
+  return addresses
 }
 
 function parseTrustProxy (value?: string): boolean | number | string | undefined {
