@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
@@ -57,6 +58,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   if (production && !raw.JWT_SECRET) {
     throw new ConfigError('invalid configuration: JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
   }
+  const trustProxy = parseTrustProxy(raw.TRUST_PROXY, production)
   if (production && !raw.TLS_CERT_FILE && !raw.TRUST_PROXY) {
     throw new ConfigError('invalid configuration: production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
   }
@@ -81,7 +83,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
     corsOrigins,
     docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
-    trustProxy: parseTrustProxy(raw.TRUST_PROXY)
+    trustProxy
   }
 }
 export type Config = ReturnType<typeof loadConfig>
@@ -105,11 +107,36 @@ function list (value: string): string[] {
   return value.split(',').map(s => s.trim()).filter(Boolean)
 }
 
-function parseTrustProxy (value?: string): boolean | number | string | undefined {
+// proxy-addr's names for the private ranges, accepted beside addresses and CIDRs.
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * TRUST_PROXY names the proxies whose X-Forwarded-For/-Proto are believed: addresses, CIDRs or
+ * proxy-addr's range names. `true` would believe any client's headers (its own rate-limit key),
+ * so production refuses it; a hop count is refused everywhere, as Fastify 5 trusts no peer for it.
+ */
+function parseTrustProxy (value: string | undefined, production: boolean): boolean | string[] | undefined {
   if (value === undefined || value === 'false') return undefined
-  if (value === 'true') return true
-  if (/^\d+$/.test(value)) return Number(value)
-  return value
+  if (value === 'true') {
+    if (production) throw new ConfigError('invalid configuration: TRUST_PROXY=true lets any client choose its own address (and its rate limits) by sending X-Forwarded-For; in production name the proxies\' addresses or CIDRs, e.g. TRUST_PROXY=10.0.0.5,10.1.0.0/16')
+    return true
+  }
+  if (/^\d+$/.test(value)) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY=${value}: a hop count trusts any peer that sends enough X-Forwarded-For entries (Fastify ignores it); name the proxies' addresses or CIDRs instead`)
+  }
+  const entries = list(value)
+  const bad = entries.filter(e => !PROXY_RANGES.has(e) && !isAddressOrCidr(e))
+  if (bad.length > 0 || entries.length === 0) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY must be a comma list of proxy addresses, CIDRs or loopback/linklocal/uniquelocal; not ${bad.join(', ') || 'empty'}`)
+  }
+  return entries
+}
+
+function isAddressOrCidr (entry: string): boolean {
+  const [address, prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
 }
 
 declare module 'fastify' {
