@@ -4,7 +4,7 @@ import { assertIfMatch } from '../../../plugins/etag.js'
 import { IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
-import { findMyProfile, getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
+import { findMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
 
 const tags = ['profiles']
 
@@ -71,10 +71,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       body: ref(ProfileUpdate),
       response: { 200: ref(MyProfile), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed') }
     }
-  }, async (request) => {
-    assertIfMatch(request, await getMyProfile(fastify.db, request.user.id))
-    return updateMe(fastify.db, request.user.id, request.body)
-  })
+  }, async (request) => updateMe(fastify.db, request.user.id, request.body, current => assertIfMatch(request, current)))
 }
 
 export default profiles
