@@ -69,7 +69,11 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     throw new ConfigError('invalid configuration: JWT_SECRET must be at least 32 bytes')
   }
   const dataDir = resolve(raw.DATA_DIR)
-  const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `http://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).
+  const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  if (production && !mediaPublicUrl.startsWith('https://')) {
+    throw new ConfigError('invalid configuration: MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')
+  }
   const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS)
   return {
     ...raw,

@@ -63,7 +63,7 @@ class OneLinePerRequest extends LogController {
 }
 
 /** An Ajv set up like every validator of Roja: custom formats included. */
-export function createAjv (config: Pick<Config, 'allowedMediaHosts'>, options: AjvOptions = {}): Ajv {
+export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<Pick<Config, 'production'>>, options: AjvOptions = {}): Ajv {
   const ajv = new Ajv({
     allErrors: true,
     removeAdditional: false, // unknown input is refused (422), never dropped
@@ -73,16 +73,25 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'>, options: A
   })
   formats.default(ajv)
   const hosts = new Set(config.allowedMediaHosts)
-  ajv.addFormat('media-url', (value: string) => {
-    try {
-      const url = new URL(value)
-      return (url.protocol === 'https:' || url.protocol === 'http:') && hosts.has(url.host.toLowerCase())
-    } catch {
-      return false
-    }
-  })
+  const schemes = config.production ? ['https:'] : ['https:', 'http:']
+  ajv.addFormat('media-url', (value: string) => isMediaUrl(value, hosts, schemes))
   ajv.addFormat('lenient-date-time', isLenientDateTime)
   return ajv
+}
+
+/**
+ * The host rule, checked on the URL exactly as it will be stored: the value must already be in
+ * its WHATWG normal form (`href`), so no other parser (curl, urlsplit, a browser) can read a
+ * different host from it (`http://ok\\@evil/`, full-width digits, tabs). No credentials.
+ */
+export function isMediaUrl (value: string, hosts: ReadonlySet<string>, schemes: readonly string[]): boolean {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return false
+  }
+  return url.href === value && schemes.includes(url.protocol) && url.username === '' && url.password === '' && hosts.has(url.host)
 }
 
 /**
