@@ -28,6 +28,12 @@ export const EnvSchema = Type.Object({
   TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
+  // Slow clients (src/options.ts): each limit cuts a connection a hostile client keeps open.
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 300000 }),
+  IDLE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72000 }),
+  MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 1, default: 128 }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
@@ -67,6 +73,9 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   }
   if (Buffer.byteLength(raw.JWT_SECRET ?? '') > 0 && Buffer.byteLength(raw.JWT_SECRET!) < 32) {
     throw new ConfigError('invalid configuration: JWT_SECRET must be at least 32 bytes')
+  }
+  if (raw.HEADERS_TIMEOUT_MS > raw.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
   const dataDir = resolve(raw.DATA_DIR)
   // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).

@@ -12,7 +12,7 @@ import { isLenientDateTime } from './db/time.js'
  * The one options factory for production and tests (STYLE 2): logging with redaction,
  * proxy trust, TLS, body limit and the validators with Roja's formats.
  */
-export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer } } {
+export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer }, http?: object } {
   return {
     logger: {
       level: config.LOG_LEVEL,
@@ -25,6 +25,12 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Slow clients: headers in HEADERS_TIMEOUT_MS, the whole request in REQUEST_TIMEOUT_MS, and
+    // no connection silent for IDLE_TIMEOUT_MS (Node checks the first two on an interval).
+    http: timeouts(config),
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.IDLE_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
     genReqId: () => randomUUID(),
     // While draining, a request already on an open connection is served (with Connection: close)
     // rather than refused with Fastify's bare, non-problem 503; new connections are refused.
@@ -39,9 +45,17 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       }
     },
     ...(config.TLS_CERT_FILE && config.TLS_KEY_FILE
-      ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
+      ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE), ...timeouts(config) } }
       : {}),
     ...overrides
+  }
+}
+
+function timeouts (config: Config) {
+  return {
+    headersTimeout: config.HEADERS_TIMEOUT_MS,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(config.HEADERS_TIMEOUT_MS / 4))
   }
 }
 

@@ -81,6 +81,13 @@ t.test('derived values', async (t) => {
     }
   })
 
+  t.test('slow-client limits have defaults; headers cannot outlast the whole request', async (t) => {
+    const c = loadConfig({})
+    t.same([c.HEADERS_TIMEOUT_MS, c.REQUEST_TIMEOUT_MS, c.IDLE_TIMEOUT_MS, c.KEEP_ALIVE_TIMEOUT_MS, c.MAX_CONNECTIONS_PER_IP], [10000, 300000, 30000, 72000, 128])
+    t.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '4000' }), /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/)
+    t.throws(() => loadConfig({ MAX_CONNECTIONS_PER_IP: '0' }), /MAX_CONNECTIONS_PER_IP/)
+  })
+
   t.test('JWT secret: the given one, or a random one flagged as generated', async (t) => {
     const given = loadConfig({ JWT_SECRET: SECRET })
     t.equal(given.jwtSecret, SECRET)
