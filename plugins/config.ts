@@ -28,6 +28,12 @@ export const EnvSchema = Type.Object({
   TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
+  // Slow clients (src/options.ts): each limit cuts a connection a hostile client keeps open.
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 300000 }),
+  IDLE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72000 }),
+  MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 1, default: 128 }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
@@ -70,6 +76,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   if (production && !raw.JWT_SECRET) {
     throw new ConfigError('invalid configuration: JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
   }
+  const trustProxy = parseTrustProxy(raw.TRUST_PROXY, production)
   if (production && !raw.TLS_CERT_FILE && !raw.TRUST_PROXY) {
     throw new ConfigError('invalid configuration: production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
   }
@@ -79,8 +86,15 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   if (Buffer.byteLength(raw.JWT_SECRET ?? '') > 0 && Buffer.byteLength(raw.JWT_SECRET!) < 32) {
     throw new ConfigError('invalid configuration: JWT_SECRET must be at least 32 bytes')
   }
+  if (raw.HEADERS_TIMEOUT_MS > raw.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
+  }
   const dataDir = resolve(raw.DATA_DIR)
-  const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `http://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).
+  const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  if (production && !mediaPublicUrl.startsWith('https://')) {
+    throw new ConfigError('invalid configuration: MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')
+  }
   const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS)
   return {
     ...raw,
@@ -94,7 +108,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
     corsOrigins,
     docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
-    trustProxy: parseTrustProxy(raw.TRUST_PROXY),
+    trustProxy,
     metricsAllow: raw.METRICS_ALLOW ? parseAddresses('METRICS_ALLOW', raw.METRICS_ALLOW) : undefined,
     tracing: Boolean(raw.OTEL_EXPORTER_OTLP_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
   }
@@ -137,11 +151,36 @@ function parseAddresses (name: string, value: string): BlockList {
   return addresses
 }
 
-function parseTrustProxy (value?: string): boolean | number | string | undefined {
+// proxy-addr's names for the private ranges, accepted beside addresses and CIDRs.
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * TRUST_PROXY names the proxies whose X-Forwarded-For/-Proto are believed: addresses, CIDRs or
+ * proxy-addr's range names. `true` would believe any client's headers (its own rate-limit key),
+ * so production refuses it; a hop count is refused everywhere, as Fastify 5 trusts no peer for it.
+ */
+function parseTrustProxy (value: string | undefined, production: boolean): boolean | string[] | undefined {
   if (value === undefined || value === 'false') return undefined
-  if (value === 'true') return true
-  if (/^\d+$/.test(value)) return Number(value)
-  return value
+  if (value === 'true') {
+    if (production) throw new ConfigError('invalid configuration: TRUST_PROXY=true lets any client choose its own address (and its rate limits) by sending X-Forwarded-For; in production name the proxies\' addresses or CIDRs, e.g. TRUST_PROXY=10.0.0.5,10.1.0.0/16')
+    return true
+  }
+  if (/^\d+$/.test(value)) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY=${value}: a hop count trusts any peer that sends enough X-Forwarded-For entries (Fastify ignores it); name the proxies' addresses or CIDRs instead`)
+  }
+  const entries = list(value)
+  const bad = entries.filter(e => !PROXY_RANGES.has(e) && !isAddressOrCidr(e))
+  if (bad.length > 0 || entries.length === 0) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY must be a comma list of proxy addresses, CIDRs or loopback/linklocal/uniquelocal; not ${bad.join(', ') || 'empty'}`)
+  }
+  return entries
+}
+
+function isAddressOrCidr (entry: string): boolean {
+  const [address, prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
 }
 
 declare module 'fastify' {

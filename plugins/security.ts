@@ -1,9 +1,56 @@
+import { BlockList, isIPv4 } from 'node:net'
+import type { Socket } from 'node:net'
 import cors from '@fastify/cors'
 import helmet from 'helmet'
 import fp from 'fastify-plugin'
 import { AppError } from '../src/domain/errors.js'
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
+
+// proxy-addr's range names, as subnets.
+const RANGES: Record<string, Array<[string, number]>> = {
+  loopback: [['127.0.0.0', 8], ['::1', 128]],
+  linklocal: [['169.254.0.0', 16], ['fe80::', 10]],
+  uniquelocal: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]]
+}
+
+/** The TRUST_PROXY list as a matcher of peer addresses. */
+export function trustedProxies (entries: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const entry of entries) {
+    for (const [address, prefix] of RANGES[entry] ?? [cidr(entry)]) list.addSubnet(address, prefix, isIPv4(address) ? 'ipv4' : 'ipv6')
+  }
+  return list
+}
+
+function cidr (entry: string): [string, number] {
+  const [address, prefix] = entry.split('/')
+  return [address, prefix === undefined ? (isIPv4(address) ? 32 : 128) : Number(prefix)]
+}
+
+/**
+ * At most `max` open connections per peer address: one client cannot hold every socket
+ * (slowloris). The trusted proxies are exempt, as they carry everyone's connections.
+ */
+function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown }, max: number, exempt: BlockList) {
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress
+    if (peer === undefined) return
+    if (exempt.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) return
+    const count = (open.get(peer) ?? 0) + 1
+    if (count > max) {
+      socket.destroy()
+      return
+    }
+    open.set(peer, count)
+    socket.once('close', () => {
+      const left = (open.get(peer) ?? 1) - 1
+      if (left === 0) open.delete(peer)
+      else open.set(peer, left)
+    })
+  })
+}
 
 /**
  * Transport policy: security headers, CORS from ALLOWED_CORS_ORIGINS, no token in a URL,
@@ -12,6 +59,7 @@ const TOKEN_PARAMS = new Set(['access_token', 'token'])
 export default fp(async (fastify) => {
   const { config } = fastify
   const httpsDirect = Boolean(config.TLS_CERT_FILE)
+  capConnectionsPerPeer(fastify.server, config.MAX_CONNECTIONS_PER_IP, trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []))
 
   const headers = securityHeaders(helmet({
     // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.

@@ -471,7 +471,7 @@ async function runDialect (dialect: string) {
   try {
     store = dialect === 'postgres' ? await postgresStore(dir) : sqliteStore(dir)
     const base = {
-      ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: 'true', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
+      ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
       DATABASE_URL: store.url, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000', SHUTDOWN_GRACE_MS: String(GRACE_MS)
     }
     server = new Server(await freePort(), base)

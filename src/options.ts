@@ -13,7 +13,7 @@ import { isLenientDateTime } from './db/time.js'
  * The one options factory for production and tests (STYLE 2): logging with redaction,
  * proxy trust, TLS, body limit and the validators with Roja's formats.
  */
-export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer } } {
+export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer }, http?: object } {
   return {
     logger: {
       level: config.LOG_LEVEL,
@@ -32,6 +32,12 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Slow clients: headers in HEADERS_TIMEOUT_MS, the whole request in REQUEST_TIMEOUT_MS, and
+    // no connection silent for IDLE_TIMEOUT_MS (Node checks the first two on an interval).
+    http: timeouts(config),
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.IDLE_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
     genReqId: () => randomUUID(),
     // While draining, a request already on an open connection is served (with Connection: close)
     // rather than refused with Fastify's bare, non-problem 503; new connections are refused.
@@ -46,9 +52,17 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       }
     },
     ...(config.TLS_CERT_FILE && config.TLS_KEY_FILE
-      ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
+      ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE), ...timeouts(config) } }
       : {}),
     ...overrides
+  }
+}
+
+function timeouts (config: Config) {
+  return {
+    headersTimeout: config.HEADERS_TIMEOUT_MS,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(config.HEADERS_TIMEOUT_MS / 4))
   }
 }
 
@@ -70,7 +84,7 @@ class OneLinePerRequest extends LogController {
 }
 
 /** An Ajv set up like every validator of Roja: custom formats included. */
-export function createAjv (config: Pick<Config, 'allowedMediaHosts'>, options: AjvOptions = {}): Ajv {
+export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<Pick<Config, 'production'>>, options: AjvOptions = {}): Ajv {
   const ajv = new Ajv({
     allErrors: true,
     removeAdditional: false, // unknown input is refused (422), never dropped
@@ -80,16 +94,25 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'>, options: A
   })
   formats.default(ajv)
   const hosts = new Set(config.allowedMediaHosts)
-  ajv.addFormat('media-url', (value: string) => {
-    try {
-      const url = new URL(value)
-      return (url.protocol === 'https:' || url.protocol === 'http:') && hosts.has(url.host.toLowerCase())
-    } catch {
-      return false
-    }
-  })
+  const schemes = config.production ? ['https:'] : ['https:', 'http:']
+  ajv.addFormat('media-url', (value: string) => isMediaUrl(value, hosts, schemes))
   ajv.addFormat('lenient-date-time', isLenientDateTime)
   return ajv
+}
+
+/**
+ * The host rule, checked on the URL exactly as it will be stored: the value must already be in
+ * its WHATWG normal form (`href`), so no other parser (curl, urlsplit, a browser) can read a
+ * different host from it (`http://ok\\@evil/`, full-width digits, tabs). No credentials.
+ */
+export function isMediaUrl (value: string, hosts: ReadonlySet<string>, schemes: readonly string[]): boolean {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return false
+  }
+  return url.href === value && schemes.includes(url.protocol) && url.username === '' && url.password === '' && hosts.has(url.host)
 }
 
 /**

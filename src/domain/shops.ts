@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
+import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { fetchPage, parseSort, type Page } from './list.js'
@@ -12,6 +13,13 @@ import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
 type ShopRow = Selectable<ShopTable>
 type ProductRow = Selectable<ProductTable>
+
+/**
+ * The route's owner and If-Match checks, run inside the change's transaction against the row
+ * as it is (locked on PostgreSQL; SQLite runs one write transaction at a time), so two writers
+ * holding the same ETag cannot both pass.
+ */
+export type Guard<T> = (current: T) => void
 
 function selectShops (db: Db) {
   return db.selectFrom('shop')
@@ -68,16 +76,27 @@ export async function createShop (db: Db, ownerId: string, body: ShopWrite): Pro
   return getShop(db, id)
 }
 
-export async function updateShop (db: Db, shopId: string, body: ShopWrite): Promise<Shop> {
-  await db.updateTable('shop')
-    .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
-    .where('id', '=', shopId).execute()
-  return getShop(db, shopId)
+export async function updateShop (db: Db, shopId: string, body: ShopWrite, guard: Guard<Shop>): Promise<Shop> {
+  return db.transaction().execute(async (trx) => {
+    guard(await lockShop(trx, shopId))
+    await trx.updateTable('shop')
+      .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
+      .where('id', '=', shopId).execute()
+    return getShop(trx, shopId)
+  })
 }
 
 /** Its products go with it (ON DELETE CASCADE). */
-export async function deleteShop (db: Db, shopId: string): Promise<void> {
-  await db.deleteFrom('shop').where('id', '=', shopId).execute()
+export async function deleteShop (db: Db, shopId: string, guard: Guard<Shop>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockShop(trx, shopId))
+    await trx.deleteFrom('shop').where('id', '=', shopId).execute()
+  })
+}
+
+async function lockShop (trx: Db, shopId: string): Promise<Shop> {
+  if (isPostgres(trx)) await trx.selectFrom('shop').select('id').where('id', '=', shopId).forUpdate().execute()
+  return getShop(trx, shopId)
 }
 
 const PRODUCT_SORT = { name: 'name', price_cents: 'price_cents', created_at: 'created_at', updated_at: 'updated_at' }
@@ -111,13 +130,26 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
   return getProduct(db, shopId, id)
 }
 
-export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite): Promise<Product> {
-  await db.updateTable('product')
-    .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
-    .where('id', '=', productId).where('shop_id', '=', shopId).execute()
-  return getProduct(db, shopId, productId)
+/** The guard sees the shop (its owner) and the product as they are, the product locked. */
+export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite, guard: Guard<{ shop: Shop, product: Product }>): Promise<Product> {
+  return db.transaction().execute(async (trx) => {
+    guard(await lockProduct(trx, shopId, productId))
+    await trx.updateTable('product')
+      .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
+      .where('id', '=', productId).where('shop_id', '=', shopId).execute()
+    return getProduct(trx, shopId, productId)
+  })
 }
 
-export async function deleteProduct (db: Db, shopId: string, productId: string): Promise<void> {
-  await db.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
+export async function deleteProduct (db: Db, shopId: string, productId: string, guard: Guard<{ shop: Shop, product: Product }>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockProduct(trx, shopId, productId))
+    await trx.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
+  })
+}
+
+async function lockProduct (trx: Db, shopId: string, productId: string): Promise<{ shop: Shop, product: Product }> {
+  const shop = await getShop(trx, shopId)
+  if (isPostgres(trx)) await trx.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId).forUpdate().execute()
+  return { shop, product: await getProduct(trx, shopId, productId) }
 }
