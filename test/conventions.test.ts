@@ -7,9 +7,9 @@ import { Problem, errorResponses } from '../schemas/problems.js'
 import {
   checkAll, checkLists, checkPathParams, checkPaths, checkProperties, checkQueryNames, checkRouteSchemas, checkTables,
   formatFindings, type Finding, type RouteInfo, type SchemaMap
-} from '../src/conventions/check.js'
-import { collectRoutes, collectSchemas, collectTables } from '../src/conventions/collect.js'
-import { checkApp } from '../src/conventions/run.js'
+} from '../scripts/conventions/check.js'
+import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
+import { checkApp } from '../scripts/conventions/run.js'
 import { createDb } from '../src/db/dialect.js'
 import { serverOptions } from '../src/options.js'
 import { freshDatabase, testConfig } from './helper.js'
