@@ -56,8 +56,8 @@ export default fp(async (fastify) => {
 
   fastify.setErrorHandler(function (err: FastifyError, request, reply) {
     const error = toAppError(err)
-    if (error.status >= 500) request.log.error({ err }, 'request failed')
-    else request.log.info({ code: error.code, detail: error.message }, 'request refused')
+    // Logged by the one request line (src/options.ts), not a line of its own.
+    answered.set(request, error.status >= 500 ? { code: error.code, err } : { code: error.code, detail: error.message })
     return render(reply, error)
   })
 
@@ -71,6 +71,13 @@ export default fp(async (fastify) => {
     return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))
   })
 }, { name: 'problems', dependencies: ['config'] })
+
+const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
+
+/** The problem a request was answered with through the error handler, for its log line. */
+export function problemOf (request: FastifyRequest) {
+  return answered.get(request)
+}
 
 /**
  * The answers the infrastructure can give on any route (token in the URL, body parsing and

@@ -5,11 +5,11 @@ import formats from 'ajv-formats'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
-import { frameworkErrors } from '../plugins/problems.js'
+import { frameworkErrors, problemOf } from '../plugins/problems.js'
 import { isLenientDateTime } from './db/time.js'
 
 /**
- * The one options factory for production and tests (STYLE 2): logging with redaction,
+ * The one options factory for production and tests: logging with redaction,
  * proxy trust, TLS, body limit and the validators with Roja's formats.
  */
 export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer } } {
@@ -20,7 +20,9 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
         paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
           'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],
         censor: '[redacted]'
-      }
+      },
+      // pretty: for people at a terminal (npm run dev); pino-pretty runs in a worker thread.
+      ...(config.LOG_FORMAT === 'pretty' ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
     },
     logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -57,7 +59,10 @@ class OneLinePerRequest extends LogController {
   }
 
   requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    // A problem answer adds its code to the same line (and a 5xx its error, at level error).
+    const problem = problemOf(request)
+    if (error || problem?.err) reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
+    else if (problem) reply.log.info({ req: request, res: reply, problem: problem.code, detail: problem.detail, responseTime: reply.elapsedTime }, 'request completed')
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }
