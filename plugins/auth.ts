@@ -51,13 +51,13 @@ export function activeAccount<T extends { is_active: boolean | number }> (row: T
   return row
 }
 
-/** Throws UserNotOwner unless the caller owns the resource (spec 5.4). */
+/** Throws UserNotOwner unless the caller owns the resource. */
 export function assertOwner (request: FastifyRequest, ownerId: string): void {
   if (request.user.id !== ownerId) throw new AppError('UserNotOwner', 'this resource belongs to another user')
 }
 
 /**
- * Bearer authentication with HS256 JWTs (spec 5). Routes opt in by encapsulation:
+ * Bearer authentication with HS256 JWTs. Routes opt in by encapsulation:
  * a group adds `onRequest: fastify.authenticate`; nothing here matches URLs.
  */
 export default fp(async (fastify) => {

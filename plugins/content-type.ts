@@ -3,7 +3,7 @@ import { AppError } from './problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the media types this route's body may have; default application/json only (DESIGN §1) */
+    /** the media types this route's body may have; default application/json only */
     contentTypes?: string[]
   }
 }
@@ -14,14 +14,14 @@ const MEDIA_TYPE = /^([a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+)(?:; ?charset="?utf
 const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,./:=?-]{1,70})$/i
 
 /**
- * The content-type rule of DESIGN §1: a request that carries a body must say application/json,
+ * The content-type rule: a request that carries a body must say application/json,
  * or, on a route that names its own list in `config.contentTypes`, one of those; anything else
  * is 415 before parsing. A multipart type counts only with a boundary.
  * The check is strict on the header's shape, so odd variants can never reach a parser
  * whose body skips validation.
  */
 export default fp(async (fastify) => {
-  // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in (spec 5.7).
+  // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.
   fastify.removeContentTypeParser('text/plain')
 
   fastify.addHook('onRequest', async (request) => {

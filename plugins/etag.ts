@@ -5,7 +5,7 @@ import { AppError } from './problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the route answers one resource: send its ETag and honour If-None-Match (DESIGN §1) */
+    /** the route answers one resource: send its ETag and honour If-None-Match */
     etag?: boolean
   }
 }

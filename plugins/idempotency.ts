@@ -6,7 +6,7 @@ import { clockIso } from '../src/db/time.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** a creating POST: honours `Idempotency-Key` (DESIGN §1) */
+    /** a creating POST: honours `Idempotency-Key` */
     idempotent?: boolean
   }
   interface FastifyRequest {

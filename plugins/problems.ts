@@ -92,7 +92,7 @@ function declareTransportErrors (route: RouteOptions) {
   const takesBody = methods.some(m => m !== 'GET' && m !== 'HEAD')
   const codes: ProblemCode[] = ['TokenInQuery', 'ServiceUnavailable']
   if (route.schema && !route.schema.querystring && !route.schema.hide) {
-    // DESIGN §1: an unknown query parameter is 422 on every route, not only on those with filters.
+    // An unknown query parameter is 422 on every route, not only on those with filters.
     route.schema = { ...route.schema, querystring: { type: 'object', properties: {}, additionalProperties: false } }
     codes.push('ValidationFailed')
   }
@@ -172,7 +172,7 @@ export function problemBody (baseUri: string, error: AppError, url: string): Pro
 /**
  * Errors the router raises before any route or hook runs (Fastify `frameworkErrors`): a path
  * parameter over maxParamLength (else a bare 414) or one that is not valid percent-encoding.
- * Both are malformed path parameters: 422 like any other (DESIGN §1).
+ * Both are malformed path parameters: 422 like any other.
  */
 export function frameworkErrors (baseUri: string) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {

@@ -89,7 +89,7 @@ t.test('a path parameter has one name everywhere', async (t) => {
     f.get('/v1/profiles/:profileId', { schema: schema() }, handler) // good
     f.get('/v1/creators/:profileId', { schema: schema() }, handler) // good: the declared alias
     f.get('/v1/profiles/:id/posts', { schema: schema() }, handler) // another name for {profileId}
-    f.get('/v1/creators/:creatorId/posts', { schema: schema() }, handler) // the spec's own slip (DESIGN §1)
+    f.get('/v1/creators/:creatorId/posts', { schema: schema() }, handler) // a parameter named after another resource
     f.get('/v1/shops/:shop_id', { schema: schema() }, handler) // not camelCase
   })
   t.same(rules(checkPathParams(routes)), [
