@@ -22,7 +22,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
         censor: '[redacted]'
       },
       // pretty: for people at a terminal (npm run dev); pino-pretty runs in a worker thread.
-      ...(config.LOG_FORMAT === 'pretty' ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {})
+      ...(config.LOG_FORMAT === 'pretty' ? { transport: { target: 'pino-pretty', options: PRETTY } } : {})
     },
     logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -45,6 +45,14 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       : {}),
     ...overrides
   }
+}
+
+/** A request is one readable line: `GET /v1/posts → 200 request completed {"responseTime":…}`. */
+const PRETTY = {
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,reqId,req,res',
+  singleLine: true,
+  messageFormat: '{if req.method}{req.method} {req.url} → {res.statusCode} {end}{msg}'
 }
 
 /**

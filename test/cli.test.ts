@@ -1,13 +1,12 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
-import { Writable } from 'node:stream'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { nowIso } from '../src/db/time.js'
-import { seed } from '../scripts/seed.js'
+import { main } from '../src/cli.js'
 
 const run = promisify(execFile)
 
@@ -94,57 +93,21 @@ t.test('operator commands', async (t) => {
 })
 
 t.test('--help exits 0, for the CLI and for every command', async (t) => {
-  const url = 'sqlite::memory:'
-  const all = await cli(url, '--help')
-  t.equal(all.code, 0)
+  const all = await cli('sqlite::memory:', '--help')
+  t.equal(all.code, 0, 'the process exits 0')
   t.match(all.stdout, /creator grant <username>\s+lets the user publish/)
   t.match(all.stdout, /same\s+settings as the server/, 'says the CLI must use the server\'s database')
+  // The rest in-process (one process start each would be slow): main returns the exit code.
+  const printed = t.capture(console, 'log')
+  const refused = t.capture(console, 'error')
   for (const command of ['creator grant', 'creator revoke', 'user ban', 'user unban']) {
-    const res = await cli(url, ...command.split(' '), '--help')
-    t.equal(res.code, 0, command)
-    t.match(res.stdout, new RegExp(`usage: npm run cli -- ${command} <username>`))
+    t.equal(await main([...command.split(' '), '--help']), 0, command)
+    t.match(printed().map(c => c.args.join(' ')).join('\n'), new RegExp(`usage: npm run cli -- ${command} <username>`))
   }
-  const group = await cli(url, 'user', '-h')
-  t.equal(group.code, 0)
-  t.match(group.stdout, /user ban/)
-  t.notMatch(group.stdout, /creator grant/, 'a group shows its own commands')
-  const unknown = await cli(url, 'shop', '--help')
-  t.equal(unknown.code, 2, 'help for an unknown command is bad usage')
-})
-
-t.test('npm run seed: progress without a terminal, then accounts ready to sign in with', async (t) => {
-  const dir = `/tmp/roja-seed-${randomBytes(6).toString('hex')}`
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const res = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--posts', '300', '--users', '12'], {
-    env: { PATH: process.env.PATH, DATA_DIR: dir, ENVIRONMENT: 'test' }
-  })
-  t.match(res.stderr, /^users: 0\/12 \(0 %\)$/m, 'a line when a task starts')
-  t.match(res.stderr, /^posts: 300\/300 \(100 %\)$/m, 'and when it ends')
-  t.match(res.stdout, /seeded 12 users \(3 creators\) and 300 posts/)
-  t.match(res.stdout, /every seeded user's password: roja-seed-password/)
-  const creator = /^ {2}(\S+) {2}creator$/m.exec(res.stdout)?.[1]
-  const reader = /^ {2}(\S+) {2}not a creator$/m.exec(res.stdout)?.[1]
-  t.ok(creator && reader, 'names a creator and a user who is not')
-  const db = createDb(`sqlite:${dir}/roja.sqlite`)
-  t.teardown(() => db.destroy())
-  const rows = await db.selectFrom('user').select(['username', 'is_creator']).where('username', 'in', [creator!, reader!]).execute()
-  t.same(rows.map(r => [r.username, Boolean(r.is_creator)]).sort(), [[creator, true], [reader, false]].sort(), 'the accounts exist as described')
-  const bad = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--posts', 'many']).catch(e => e)
-  t.equal(bad.code, 2, 'bad usage exits 2')
-  const help = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--help'])
-  t.match(help.stdout, /usage: npm run seed -- --posts <n>/)
-})
-
-t.test('the seeder prints a progress line every few seconds when not on a terminal', async (t) => {
-  const dir = `/tmp/roja-seed-${randomBytes(6).toString('hex')}`
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const db = createDb(`sqlite:${dir}/roja.sqlite`)
-  t.teardown(() => db.destroy())
-  await migrateToLatest(db)
-  const lines: string[] = []
-  const out = new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } })
-  // every 0 ms: each batch (1000 posts) is a line; at the default the interval is 5 s
-  await seed(db, { posts: 3000, users: 10, progress: out, progressEveryMs: 0 })
-  const posts = lines.filter(l => l.startsWith('posts:'))
-  t.same(posts, ['posts: 0/3000 (0 %)\n', 'posts: 1000/3000 (33 %)\n', 'posts: 2000/3000 (66 %)\n', 'posts: 3000/3000 (100 %)\n'])
+  t.equal(await main(['user', '-h']), 0)
+  const group = printed().map(c => c.args.join(' ')).join('\n')
+  t.match(group, /user ban/)
+  t.notMatch(group, /creator grant/, 'a group shows its own commands')
+  t.equal(await main(['shop', '--help']), 2, 'help for an unknown command is bad usage')
+  t.match(refused().map(c => c.args.join(' ')).join('\n'), /usage: npm run cli -- <command>/)
 })
