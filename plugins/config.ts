@@ -1,29 +1,30 @@
 import { randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { BlockList, isIP } from 'node:net'
 import { resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 import fp from 'fastify-plugin'
 
-/** Every setting Roja reads, with its default (DESIGN §5). The Config type derives from it. */
+/** Every setting Roja reads, with its default. The Config type derives from it. */
 export const EnvSchema = Type.Object({
   ENVIRONMENT: Type.Union([Type.Literal('local'), Type.Literal('staging'), Type.Literal('production'), Type.Literal('test')], { default: 'local' }),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  HOST: Type.String({ format: 'host', default: '127.0.0.1' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
-  DATABASE_URL: Type.Optional(Type.String({ pattern: '^(sqlite:|postgres(ql)?://)' })),
+  DATABASE_URL: Type.Optional(Type.String({ format: 'url', pattern: '^(sqlite:|postgres(ql)?://)' })),
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   ACCESS_TOKEN_TTL: Type.Integer({ minimum: 1, maximum: 86400 * 30, default: 3600 }),
-  ALLOWED_CORS_ORIGINS: Type.String({ default: '' }),
-  MEDIA_PUBLIC_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
-  ALLOWED_MEDIA_HOSTS: Type.Optional(Type.String()),
+  ALLOWED_CORS_ORIGINS: Type.String({ format: 'origin-list', default: '' }),
+  MEDIA_PUBLIC_URL: Type.Optional(Type.String({ format: 'http-url' })),
+  ALLOWED_MEDIA_HOSTS: Type.Optional(Type.String({ format: 'host-list' })),
   MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, default: 1073741824 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 300 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  REDIS_URL: Type.Optional(Type.String({ format: 'url', pattern: '^rediss?://' })),
+  SMTP_URL: Type.Optional(Type.String({ format: 'url', pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ default: 'Roja <no-reply@roja.localhost>' }),
   TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
@@ -35,6 +36,8 @@ export const EnvSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72000 }),
   MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 1, default: 128 }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info' }),
+  // `pretty`: coloured, one readable line per entry (pino-pretty, a dev dependency); `json` for machines.
+  LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
   SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
@@ -62,40 +65,26 @@ export class ConfigError extends Error {}
 
 /**
  * Reads and validates the environment (and `.env` when asked), then derives the values
- * that default from others. A bad value throws a ConfigError naming the variable.
+ * that default from others. Bad values throw one ConfigError that names every bad variable.
  */
 export function loadConfig (env: Record<string, string | undefined> = process.env, { dotenv = false } = {}) {
-  let raw: Env
+  const issues: string[] = []
+  let raw: Env | undefined
   try {
     // `env: false`: the given env is the one source (plus .env), so tests never pick up the shell's variables.
-    raw = envSchema<Env>({ schema: EnvSchema, data: env, env: false, dotenv, ajv: { customOptions: (ajv) => ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i) } })
+    raw = envSchema<Env>({ schema: EnvSchema, data: env, env: false, dotenv, ajv: { customOptions: addFormats } })
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${describeEnvError(err as Error & { errors?: EnvIssue[] })}`)
+    issues.push(...describeEnvError(err as Error & { errors?: EnvIssue[] }, env))
   }
+  // The rules across variables read the values as text, so they are checked even when the schema failed.
+  issues.push(...crossChecks(raw ?? env))
+  if (issues.length > 0 || !raw) throw new ConfigError(`invalid configuration: ${issues.join('; ')}`)
   const production = raw.ENVIRONMENT === 'production'
-  if (production && !raw.JWT_SECRET) {
-    throw new ConfigError('invalid configuration: JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
-  }
   const trustProxy = parseTrustProxy(raw.TRUST_PROXY, production)
-  if (production && !raw.TLS_CERT_FILE && !raw.TRUST_PROXY) {
-    throw new ConfigError('invalid configuration: production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
-  }
-  if (Boolean(raw.TLS_CERT_FILE) !== Boolean(raw.TLS_KEY_FILE)) {
-    throw new ConfigError('invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE go together')
-  }
-  if (Buffer.byteLength(raw.JWT_SECRET ?? '') > 0 && Buffer.byteLength(raw.JWT_SECRET!) < 32) {
-    throw new ConfigError('invalid configuration: JWT_SECRET must be at least 32 bytes')
-  }
-  if (raw.HEADERS_TIMEOUT_MS > raw.REQUEST_TIMEOUT_MS) {
-    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
-  }
   const dataDir = resolve(raw.DATA_DIR)
   // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).
   const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
-  if (production && !mediaPublicUrl.startsWith('https://')) {
-    throw new ConfigError('invalid configuration: MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')
-  }
-  const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS)
+  const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS).map(o => o === '*' ? o : new URL(o).origin)
   return {
     ...raw,
     production,
@@ -115,19 +104,94 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
 }
 export type Config = ReturnType<typeof loadConfig>
 
-interface EnvIssue { keyword: string, instancePath: string, message?: string }
+function crossChecks (env: Record<string, unknown>): string[] {
+  const issues: string[] = []
+  const production = env.ENVIRONMENT === 'production'
+  const secretBytes = Buffer.byteLength(String(env.JWT_SECRET ?? ''))
+  if (production && secretBytes === 0) issues.push('JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
+  if (secretBytes > 0 && secretBytes < 32) issues.push('JWT_SECRET must be at least 32 bytes')
+  if (production && !env.TLS_CERT_FILE && !env.TRUST_PROXY) issues.push('production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
+  if (Boolean(env.TLS_CERT_FILE) !== Boolean(env.TLS_KEY_FILE)) issues.push('TLS_CERT_FILE and TLS_KEY_FILE go together')
+  if (Number(env.HEADERS_TIMEOUT_MS) > Number(env.REQUEST_TIMEOUT_MS)) issues.push('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
+  if (production && env.MEDIA_PUBLIC_URL !== undefined && !String(env.MEDIA_PUBLIC_URL).startsWith('https://')) {
+    issues.push('MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')
+  }
+  if (env.LOG_FORMAT === 'pretty' && !resolvable('pino-pretty')) issues.push('LOG_FORMAT=pretty needs pino-pretty, a dev dependency (npm ci without --omit=dev)')
+  return issues
+}
 
-/** One line per bad variable; a choice names its allowed values instead of Ajv's anyOf noise. */
-function describeEnvError (err: Error & { errors?: EnvIssue[] }): string {
-  if (!err.errors) return err.message
+function resolvable (name: string): boolean {
+  try {
+    createRequire(import.meta.url).resolve(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Formats that check what a value is, not only how it starts: each returns the first bad item
+ * (undefined when all are good), so the message can name it.
+ */
+const FORMATS: Record<string, { bad: (value: string) => string | undefined, want: string }> = {
+  url: { bad: v => URL.canParse(v) ? undefined : v, want: 'a URL' },
+  'http-url': { bad: v => isHttpUrl(v) ? undefined : v, want: 'an http:// or https:// URL' },
+  host: { bad: v => isHost(v) ? undefined : v, want: 'a host name or IP address' },
+  'host-list': { bad: v => list(v).find(h => !isHostPort(h)), want: 'a comma list of hosts (host or host:port, e.g. media.example.com)' },
+  'origin-list': {
+    bad: v => list(v).find(o => o !== '*' && !isOrigin(o)),
+    want: 'a comma list of origins (scheme://host[:port] with no path, e.g. https://app.example.com) or *'
+  }
+}
+
+/** `URL.parse` arrived in Node 22. */
+function parseUrl (value: string): URL | null {
+  try {
+    return new URL(value)
+  } catch {
+    return null
+  }
+}
+
+function isHttpUrl (value: string): boolean {
+  const url = parseUrl(value)
+  return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+}
+
+function isOrigin (value: string): boolean {
+  return isHttpUrl(value) && new URL(value).origin === value.toLowerCase()
+}
+
+function isHost (value: string): boolean {
+  return isIP(value) !== 0 || /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(value)
+}
+
+function isHostPort (value: string): boolean {
+  const url = parseUrl(`http://${value}`)
+  return url !== null && url.host === value.toLowerCase() && url.pathname === '/' && url.username === '' && value !== ''
+}
+
+function addFormats<A extends { addFormat: (name: string, format: RegExp | ((value: string) => boolean)) => unknown }> (ajv: A): A {
+  ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i)
+  for (const [name, format] of Object.entries(FORMATS)) ajv.addFormat(name, (value: string) => format.bad(value) === undefined)
+  return ajv
+}
+
+interface EnvIssue { keyword: string, instancePath: string, message?: string, params?: { format?: string } }
+
+/** One line per bad variable; a choice names its allowed values, a format what it expects and the bad item. */
+function describeEnvError (err: Error & { errors?: EnvIssue[] }, env: Record<string, string | undefined>): string[] {
+  if (!err.errors) return [err.message]
   const lines = new Map<string, string>()
   for (const e of err.errors) {
     const name = e.instancePath.replace(/^\//, '')
     const choices = (EnvSchema.properties as Record<string, { anyOf?: Array<{ const?: unknown }> }>)[name]?.anyOf
+    const format = e.keyword === 'format' ? FORMATS[e.params?.format ?? ''] : undefined
     if (choices) lines.set(name, `${name} must be one of ${choices.map(c => String(c.const)).join(', ')}`)
+    else if (format) lines.set(name, `${name} must be ${format.want}: ${JSON.stringify(format.bad(env[name] ?? '') ?? env[name])} is not`)
     else if (!lines.has(name)) lines.set(name, `${name} ${e.message ?? 'is invalid'}`)
   }
-  return [...lines.values()].join('; ')
+  return [...lines.values()]
 }
 
 function list (value: string): string[] {

@@ -6,7 +6,7 @@ import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the route answers one resource: send its ETag and honour If-None-Match (DESIGN §1) */
+    /** the route answers one resource: send its ETag and honour If-None-Match */
     etag?: boolean
   }
 }

@@ -7,7 +7,7 @@ import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** a creating POST: honours `Idempotency-Key` (DESIGN §1) */
+    /** a creating POST: honours `Idempotency-Key` */
     idempotent?: boolean
   }
   interface FastifyRequest {

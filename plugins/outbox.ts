@@ -54,7 +54,7 @@ const DEFAULTS = {
 }
 
 /**
- * The e-mail outbox worker (DESIGN §4): delivers what domain code queued with enqueueEmail,
+ * The e-mail outbox worker: delivers what domain code queued with enqueueEmail,
  * over SMTP (SMTP_URL) or as `.eml` files under DATA_DIR/mail. At least once: a message is
  * marked sent only after delivery, and a claim is a lease that runs out if the process dies.
  */

@@ -42,8 +42,8 @@ export default fp(async (fastify) => {
 
   fastify.setErrorHandler(function (err: FastifyError, request, reply) {
     const error = toAppError(err)
-    if (error.status >= 500) request.log.error({ err }, 'request failed')
-    else request.log.info({ code: error.code, detail: error.message }, 'request refused')
+    // Logged by the one request line (src/options.ts), not a line of its own.
+    answered.set(request, error.status >= 500 ? { code: error.code, err } : { code: error.code, detail: error.message })
     return render(reply, error)
   })
 
@@ -58,6 +58,13 @@ export default fp(async (fastify) => {
   })
 }, { name: 'problems', dependencies: ['config'] })
 
+const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
+
+/** The problem a request was answered with through the error handler, for its log line. */
+export function problemOf (request: FastifyRequest) {
+  return answered.get(request)
+}
+
 /**
  * The answers the infrastructure can give on any route (token in the URL, body parsing and
  * content type, rate limit, load shedding and database outage), added to each documented
@@ -71,7 +78,7 @@ function declareTransportErrors (route: RouteOptions) {
   const takesBody = methods.some(m => m !== 'GET' && m !== 'HEAD')
   const codes: ProblemCode[] = ['TokenInQuery', 'ServiceUnavailable']
   if (route.schema && !route.schema.querystring && !route.schema.hide) {
-    // DESIGN §1: an unknown query parameter is 422 on every route, not only on those with filters.
+    // An unknown query parameter is 422 on every route, not only on those with filters.
     route.schema = { ...route.schema, querystring: { type: 'object', properties: {}, additionalProperties: false } }
     codes.push('ValidationFailed')
   }
@@ -151,7 +158,7 @@ export function problemBody (baseUri: string, error: AppError, url: string): Pro
 /**
  * Errors the router raises before any route or hook runs (Fastify `frameworkErrors`): a path
  * parameter over maxParamLength (else a bare 414) or one that is not valid percent-encoding.
- * Both are malformed path parameters: 422 like any other (DESIGN §1).
+ * Both are malformed path parameters: 422 like any other.
  */
 export function frameworkErrors (baseUri: string) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {

@@ -6,11 +6,11 @@ import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
-import { frameworkErrors } from '../plugins/problems.js'
+import { frameworkErrors, problemOf } from '../plugins/problems.js'
 import { isLenientDateTime } from './db/time.js'
 
 /**
- * The one options factory for production and tests (STYLE 2): logging with redaction,
+ * The one options factory for production and tests: logging with redaction,
  * proxy trust, TLS, body limit and the validators with Roja's formats.
  */
 export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer }, http?: object } {
@@ -20,14 +20,16 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       // Asynchronous stdout: lines are written in batches off the request path instead of one
       // blocking write per request; pino flushes what is left when the process exits.
       // minLength: one write per 4 KiB of lines, not one per line; flushed at exit and on close.
-      ...(config.LOG_LEVEL === 'silent' ? {} : { stream: pino.destination({ dest: 1, sync: false, minLength: 4096 }) }),
+      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: pino.destination({ dest: 1, sync: false, minLength: 4096 }) }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port).
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: req.url, remoteAddress: req.ip }) },
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
           'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],
         censor: '[redacted]'
-      }
+      },
+      // pretty: for people at a terminal (npm run dev); pino-pretty runs in a worker thread.
+      ...(config.LOG_FORMAT === 'pretty' ? { transport: { target: 'pino-pretty', options: PRETTY } } : {})
     },
     logController: new OneLinePerRequest(),
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -66,6 +68,14 @@ function timeouts (config: Config) {
   }
 }
 
+/** A request is one readable line: `GET /v1/posts → 200 request completed {"responseTime":…}`. */
+const PRETTY = {
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,reqId,req,res',
+  singleLine: true,
+  messageFormat: '{if req.method}{req.method} {req.url} → {res.statusCode} {end}{msg}'
+}
+
 /**
  * One log line per request at info, written when the answer has gone, with the method, url,
  * status and time together (Fastify's default is two lines, and the url only on the first; at
@@ -78,7 +88,10 @@ class OneLinePerRequest extends LogController {
   }
 
   requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    // A problem answer adds its code to the same line (and a 5xx its error, at level error).
+    const problem = problemOf(request)
+    if (error || problem?.err) reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
+    else if (problem) reply.log.info({ req: request, res: reply, problem: problem.code, detail: problem.detail, responseTime: reply.elapsedTime }, 'request completed')
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }

@@ -1,4 +1,4 @@
-/** One place for the date-time rules of DESIGN §1. */
+/** One place for the date-time rules: output in UTC as YYYY-MM-DDTHH:MM:SS+0000, lenient RFC 3339 input. */
 
 /** `YYYY-MM-DDTHH:MM:SS+0000`: UTC, colon-less offset, no fraction. */
 export function formatDateTime (value: Date | string): string {

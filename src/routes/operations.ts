@@ -4,7 +4,7 @@ import { Health, Version } from '../../schemas/operations.js'
 import { API_VERSIONS } from '../../plugins/openapi.js'
 import { PACKAGE_VERSION } from '../meta.js'
 
-/** /health and /version: unversioned, public, cheap (spec 4.5). */
+/** /health and /version: unversioned, public, cheap. */
 const operations: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/health', {
     // /health reports an outage itself (503 + checks) rather than being shed

@@ -7,7 +7,7 @@ import { testConfig } from '../helper.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
 
-t.test('defaults follow DESIGN §5', async (t) => {
+t.test('defaults', async (t) => {
   const c = loadConfig({})
   t.equal(c.ENVIRONMENT, 'local')
   t.equal(c.HOST, '127.0.0.1')
@@ -172,4 +172,27 @@ t.test('the server process refuses to start in production without JWT_SECRET, na
   t.equal(code, 78, 'EX_CONFIG')
   t.match(output, /JWT_SECRET/)
   t.notMatch(output, /at .*\.ts:\d+/, 'a message, not a stack trace')
+})
+
+t.test('origins, URLs and hosts are checked as such, naming the bad item', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ ALLOWED_CORS_ORIGINS: 'not a url' }, /ALLOWED_CORS_ORIGINS must be a comma list of origins .*: "not a url" is not/],
+    [{ ALLOWED_CORS_ORIGINS: 'https://app.example.com,https://b.example.com/path' }, /ALLOWED_CORS_ORIGINS .*"https:\/\/b\.example\.com\/path" is not/],
+    [{ ALLOWED_CORS_ORIGINS: 'ftp://files.example.com' }, /ALLOWED_CORS_ORIGINS/],
+    [{ ALLOWED_MEDIA_HOSTS: 'cdn.example.com,https://media.example.com' }, /ALLOWED_MEDIA_HOSTS .*"https:\/\/media\.example\.com" is not/],
+    [{ MEDIA_PUBLIC_URL: 'http://' }, /MEDIA_PUBLIC_URL must be an http:\/\/ or https:\/\/ URL/],
+    [{ HOST: 'not a host' }, /HOST must be a host name or IP address/],
+    [{ REDIS_URL: 'redis://[bad' }, /REDIS_URL/],
+    [{ LOG_FORMAT: 'xml' }, /LOG_FORMAT must be one of json, pretty/]
+  ]
+  for (const [env, message] of cases) t.throws(() => loadConfig(env), message, JSON.stringify(env))
+  const good = loadConfig({ ALLOWED_CORS_ORIGINS: '*, https://App.Example.com:8443', ALLOWED_MEDIA_HOSTS: 'cdn.example.com:8080,media.example.com', HOST: '::1', MEDIA_PUBLIC_URL: 'https://media.example.com/' })
+  t.same(good.corsOrigins, ['*', 'https://app.example.com:8443'], 'origins kept as browsers send them')
+  t.same(good.allowedMediaHosts, ['cdn.example.com:8080', 'media.example.com'])
+})
+
+t.test('every problem is reported at once: schema and cross-variable rules together', async (t) => {
+  const err = t.throws(() => loadConfig({ ENVIRONMENT: 'production', PORT: 'abc', ALLOWED_CORS_ORIGINS: 'not a url', TLS_CERT_FILE: '/c' })) as Error
+  for (const name of [/PORT must be integer/, /ALLOWED_CORS_ORIGINS/, /JWT_SECRET is required/, /TLS_CERT_FILE and TLS_KEY_FILE go together/]) t.match(err.message, name)
+  t.equal(err.message.split('; ').length, 4, 'four problems, each once')
 })

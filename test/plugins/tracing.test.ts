@@ -128,7 +128,7 @@ t.test('every log line of a traced request carries its trace and span ids', asyn
   await app.inject({ method: 'GET', url: `/v1/posts/${randomUUID()}`, headers: user.headers })
   await app.inject({ method: 'GET', url: '/version' })
   const lines = logs.map(l => JSON.parse(l)).filter(l => l.reqId)
-  t.ok(lines.length >= 3, 'a refusal line and two completion lines')
+  t.ok(lines.length >= 2, 'one completion line per request (the refusal carries its code on it)')
   for (const server of spans().filter(s => s.kind === SpanKind.SERVER)) {
     const mine = lines.filter(l => l.trace_id === server.spanContext().traceId)
     t.ok(mine.length >= 1, `${server.name} has its lines`)

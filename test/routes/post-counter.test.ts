@@ -6,7 +6,7 @@ import { dialect, json } from '../helper.js'
 import { createCreator, createUser } from '../fixtures.js'
 import { createPost, setup } from '../post-fixtures.js'
 import { countPublishedPosts } from '../../src/domain/post-counter.js'
-import { seed } from '../../src/db/seed.js'
+import { seed } from '../../scripts/seed.js'
 import { writeTimeIso } from '../../src/db/time.js'
 
 const FUTURE = '2099-01-01T00:00:00Z'
