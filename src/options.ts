@@ -19,8 +19,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       level: config.LOG_LEVEL,
       // Asynchronous stdout: lines are written in batches off the request path instead of one
       // blocking write per request; pino flushes what is left when the process exits.
-      // minLength: one write per 4 KiB of lines, not one per line; flushed at exit and on close.
-      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: pino.destination({ dest: 1, sync: false, minLength: 4096 }) }),
+      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: pino.destination({ dest: 1, sync: false }) }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port).
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: req.url, remoteAddress: req.ip }) },
       redact: {
