@@ -32,6 +32,8 @@ export const EnvSchema = Type.Object({
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
   SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
+  // Behind a balancer: on SIGTERM, /health fails this long, still serving, before the listener closes.
+  SHUTDOWN_DRAIN_MS: Type.Integer({ minimum: 0, default: 0 }),
   // Load shedding (plugins/under-pressure.ts): over these, requests get 503 + Retry-After.
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),
   MAX_HEAP_BYTES: Type.Optional(Type.Integer({ minimum: 1 })),
@@ -59,6 +61,9 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   }
   if (production && !raw.TLS_CERT_FILE && !raw.TRUST_PROXY) {
     throw new ConfigError('invalid configuration: production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
+  }
+  if (raw.SHUTDOWN_DRAIN_MS >= raw.SHUTDOWN_GRACE_MS) {
+    throw new ConfigError('invalid configuration: SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS')
   }
   if (Boolean(raw.TLS_CERT_FILE) !== Boolean(raw.TLS_KEY_FILE)) {
     throw new ConfigError('invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE go together')

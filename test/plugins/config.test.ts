@@ -160,3 +160,11 @@ t.test('the server process refuses to start in production without JWT_SECRET, na
   t.match(output, /JWT_SECRET/)
   t.notMatch(output, /at .*\.ts:\d+/, 'a message, not a stack trace')
 })
+
+t.test('SHUTDOWN_DRAIN_MS defaults to 0 and must end inside SHUTDOWN_GRACE_MS', async (t) => {
+  t.equal(loadConfig({}).SHUTDOWN_DRAIN_MS, 0)
+  t.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '9999', SHUTDOWN_GRACE_MS: '10000' }).SHUTDOWN_DRAIN_MS, 9999)
+  const err = t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '10000', SHUTDOWN_GRACE_MS: '10000' }), /SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS/)
+  t.ok(err instanceof ConfigError)
+  t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '-1' }), /SHUTDOWN_DRAIN_MS/)
+})
