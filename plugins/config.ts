@@ -42,6 +42,8 @@ export const EnvSchema = Type.Object({
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
   SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
+  // Behind a balancer: on SIGTERM, /health fails this long, still serving, before the listener closes.
+  SHUTDOWN_DRAIN_MS: Type.Integer({ minimum: 0, default: 0 }),
   // Load shedding (plugins/under-pressure.ts): over these, requests get 503 + Retry-After.
   LOAD_SHEDDING: Type.Boolean({ default: true }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 1, default: 1000 }),
@@ -112,6 +114,7 @@ function crossChecks (env: Record<string, unknown>): string[] {
   if (secretBytes > 0 && secretBytes < 32) issues.push('JWT_SECRET must be at least 32 bytes')
   if (production && !env.TLS_CERT_FILE && !env.TRUST_PROXY) issues.push('production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
   if (Boolean(env.TLS_CERT_FILE) !== Boolean(env.TLS_KEY_FILE)) issues.push('TLS_CERT_FILE and TLS_KEY_FILE go together')
+  if (Number(env.SHUTDOWN_DRAIN_MS) >= Number(env.SHUTDOWN_GRACE_MS)) issues.push('SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS')
   if (Number(env.HEADERS_TIMEOUT_MS) > Number(env.REQUEST_TIMEOUT_MS)) issues.push('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   if (production && env.MEDIA_PUBLIC_URL !== undefined && !String(env.MEDIA_PUBLIC_URL).startsWith('https://')) {
     issues.push('MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')

@@ -370,8 +370,12 @@ t.test('SIGTERM drains an instance with no failed request', async (t) => {
   t.ok(burst.outcomes.some(o => o.servedBy === victim.name), `${victim.name} takes writes before the signal`)
   const signalledAt = Date.now()
   victim.child!.kill('SIGTERM')
+  let downAt = 0
+  const down = fleet.haproxy.waitFor([victim.name], 'DOWN', 10_000).then(() => { downAt = Date.now() })
   const exit = await victim.exit!
   const exitedAt = Date.now()
+  await down
+  t.ok(downAt <= exitedAt, `HAProxy took it out (after ${downAt - signalledAt} ms) before it exited (${exitedAt - signalledAt} ms)`)
   await sleep(1000)
   await Promise.all([burst.stop(), reads.stop()])
   const all = [...burst.outcomes, ...reads.outcomes]
@@ -381,7 +385,6 @@ t.test('SIGTERM drains an instance with no failed request', async (t) => {
   t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
   const acknowledged = burst.outcomes.map(o => o.id!)
   t.equal(await countIn('post', acknowledged), acknowledged.length, 'every 201 is in the database')
-  await fleet.haproxy.waitFor([victim.name], 'DOWN', 5000)
   t.equal(all.filter(o => o.servedBy === victim.name && o.startedAt > exitedAt).length, 0, `nothing was sent to ${victim.name} after it exited`)
 
   await victim.start()

@@ -132,6 +132,9 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       DATA_DIR: dataDir,
       MEDIA_PUBLIC_URL: url,
       PROBLEM_BASE_URI,
+      // on SIGTERM /health fails first: HAProxy (two checks 500 ms apart) takes the instance out
+      // before its listener closes, so no request is sent to a closing port
+      SHUTDOWN_DRAIN_MS: '1500',
       LOG_LEVEL: opts.logLevel ?? 'warn',
       ...(opts.smtpUrl ? { SMTP_URL: opts.smtpUrl } : {}),
       ...opts.env

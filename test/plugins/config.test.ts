@@ -196,3 +196,11 @@ t.test('every problem is reported at once: schema and cross-variable rules toget
   for (const name of [/PORT must be integer/, /ALLOWED_CORS_ORIGINS/, /JWT_SECRET is required/, /TLS_CERT_FILE and TLS_KEY_FILE go together/]) t.match(err.message, name)
   t.equal(err.message.split('; ').length, 4, 'four problems, each once')
 })
+
+t.test('SHUTDOWN_DRAIN_MS defaults to 0 and must end inside SHUTDOWN_GRACE_MS', async (t) => {
+  t.equal(loadConfig({}).SHUTDOWN_DRAIN_MS, 0)
+  t.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '9999', SHUTDOWN_GRACE_MS: '10000' }).SHUTDOWN_DRAIN_MS, 9999)
+  const err = t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '10000', SHUTDOWN_GRACE_MS: '10000' }), /SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS/)
+  t.ok(err instanceof ConfigError)
+  t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '-1' }), /SHUTDOWN_DRAIN_MS/)
+})
