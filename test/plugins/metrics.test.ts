@@ -248,6 +248,18 @@ t.test('outbox: queue depth, age of the oldest undelivered message, deliveries a
   t.equal(value(text, 'roja_outbox_oldest_pending_age_seconds'), 0, 'dead messages do not age the queue')
 })
 
+t.test('outbox: an unreadable queue shows NaN, not 0 or a stale number, and the scrape still answers', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' }, outbox: { loop: false } })
+  await enqueueEmail(server.db, { to: 'ada@example.com', subject: 'hi', body: 'x' })
+  t.equal(value(await scrape(server), 'roja_outbox_pending_messages'), 1)
+  await server.db.schema.dropTable('outbox_message').execute()
+  const text = await scrape(server)
+  for (const name of ['roja_outbox_pending_messages', 'roja_outbox_oldest_pending_age_seconds', 'roja_outbox_dead_messages']) {
+    t.ok(Number.isNaN(value(text, name)), `${name} is NaN`)
+  }
+  t.match(text, /^# TYPE http_request_duration_seconds histogram$/m)
+})
+
 t.test('outbox: a delivered message leaves the queue and counts as sent', async (t) => {
   const server = await build(t, { env: { METRICS_CACHE_MS: '0' }, outbox: { loop: false } })
   await enqueueEmail(server.db, { to: 'ada@example.com', subject: 'hi', body: 'x' })
