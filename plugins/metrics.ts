@@ -8,7 +8,7 @@ import metricsModule from 'fastify-metrics'
 import type { RootOperationNode } from 'kysely'
 import promClient from 'prom-client'
 import { poolOf } from '../src/db/dialect.js'
-import type { Config } from './config.js'
+import { loadConfig, type Config } from './config.js'
 import { queryChannel, type QueryMessage } from './db.js'
 import { AppError } from '../src/domain/errors.js'
 
@@ -44,9 +44,13 @@ export function queryOperation (node: RootOperationNode, sql: string): string {
  * (so average time is sum/count), process and event-loop metrics, and what an operator alerts
  * on: database pool and query durations, refusals (rate limit, load shedding); the outbox adds
  * its own. Gauges are read at scrape time (collect), so requests pay nothing for them.
+ * GET /metrics takes an optional bearer token (METRICS_TOKEN) and address allowlist
+ * (METRICS_ALLOW), METRICS_RATE_LIMIT_MAX scrapes a minute per client, and shows the Node.js
+ * version only with METRICS_RUNTIME_INFO=true.
  */
 export default fp(async (fastify) => {
-  const { config } = fastify
+  // Defaults when built without the config plugin (a plugin tested alone).
+  const config: MetricsConfig = fastify.hasDecorator('config') ? fastify.config : loadConfig({})
   const registry = new promClient.Registry()
   fastify.decorate('metricsRegistry', registry)
   // fastify-metrics is CommonJS with an ES default export
@@ -116,26 +120,10 @@ export default fp(async (fastify) => {
     new promClient.Gauge({ name: 'roja_db_pool_waiting', help: 'queries waiting for a free PostgreSQL connection', registers: [registry], collect () { this.set(pool()?.waitingCount ?? 0) } })
     new promClient.Gauge({ name: 'roja_db_pool_max', help: 'size limit of the PostgreSQL pool', registers: [registry], collect () { this.set(pool()?.options.max ?? 0) } })
   }
-}, { name: 'metrics', dependencies: ['config', 'problems'] })
 
-/**
- * GET /metrics, registered after the rate limiter so its own limit applies. Optional bearer
- * token (METRICS_TOKEN) and address allowlist (METRICS_ALLOW); METRICS_RATE_LIMIT_MAX scrapes a
- * minute per client; one rendering serves every scrape for METRICS_CACHE_MS, so many scrapers
- * cost what one does. Never shed: scrapes matter most when the server is overloaded.
- */
-export const metricsEndpoint = fp(async (fastify) => {
-  const { config, metricsRegistry: registry } = fastify
-  let rendered: { at: number, text: Promise<string> } | undefined
-  const render = () => {
-    const now = Date.now()
-    if (!rendered || now - rendered.at >= config.METRICS_CACHE_MS) {
-      const text = registry.metrics()
-      rendered = { at: now, text }
-      text.catch(() => { rendered = undefined }) // a failed rendering is not kept
-    }
-    return rendered.text
-  }
+  // Served from this registry alone, protected, rate-bounded (when the rate limiter is there,
+  // which it is in the app) and never shed: scrapes matter most when the server is overloaded.
+  const render = sharedRendering(registry, config.METRICS_CACHE_MS)
   fastify.get('/metrics', {
     logLevel: 'warn',
     config: { pressure: false, otel: false, rateLimit: { max: config.METRICS_RATE_LIMIT_MAX, timeWindow: 60_000 } },
@@ -145,12 +133,29 @@ export const metricsEndpoint = fp(async (fastify) => {
     reply.type(registry.contentType)
     return await render()
   })
-}, { name: 'metrics-endpoint', dependencies: ['metrics', 'rate-limit'] })
+}, { name: 'metrics' })
+
+type MetricsConfig = Pick<Config, 'METRICS_RUNTIME_INFO' | 'METRICS_CACHE_MS' | 'METRICS_RATE_LIMIT_MAX' | 'METRICS_TOKEN' | 'metricsAllow' | 'databaseUrl'>
+
+/** One rendering serves every scrape for `cacheMs`, so many scrapers cost what one does. */
+function sharedRendering (registry: promClient.Registry, cacheMs: number): () => Promise<string> {
+  let rendered: { at: number, text: Promise<string> } | undefined
+  return () => {
+    const now = Date.now()
+    if (!rendered || now - rendered.at >= cacheMs) {
+      const text = registry.metrics()
+      rendered = { at: now, text }
+      text.catch(() => { rendered = undefined }) // a failed rendering is not kept
+    }
+    return rendered.text
+  }
+}
+
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 
 /** Refuses an address off METRICS_ALLOW (404: nothing here for it) and a missing or wrong METRICS_TOKEN (401). */
-function scrapeGuard (config: Config) {
+function scrapeGuard (config: MetricsConfig) {
   const { metricsAllow: allow, METRICS_TOKEN: token } = config
   const expected = token ? digest(token) : undefined
   return async (request: FastifyRequest) => {

@@ -180,9 +180,8 @@ function backlogGauges (registry: promClient.Registry, read: () => ReturnType<ty
       name, help, registers: [registry],
       async collect () {
         const b = await current()
-        // Unreadable (database down): no sample rather than a stale one.
-        if (b) this.set(value(b))
-        else this.reset()
+        // Unreadable (database down): NaN, never a stale number or a reassuring 0.
+        this.set(b ? value(b) : NaN)
       }
     })
   gauge('roja_outbox_pending_messages', 'e-mails queued and not yet delivered that will still be tried', b => b.pending)

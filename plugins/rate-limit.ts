@@ -28,7 +28,8 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
  */
 export default fp(async (fastify) => {
   const { config } = fastify
-  const refusals = fastify.hasDecorator('refusals') ? fastify.refusals : undefined
+  // The metrics plugin comes later (its /metrics has a limit of its own): looked up at refusal time.
+  const refused = (limit: 'global' | 'route') => { if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit }) }
   let redis: Redis | undefined
   if (config.REDIS_URL) {
     // loaded only when used: an instance without Redis does not carry the client
@@ -53,7 +54,7 @@ export default fp(async (fastify) => {
     // A Redis outage must not take the API down with it.
     skipOnError: true,
     // Called for each refused request; a route with its own `config.rateLimit` counts as "route".
-    onExceeded: (request) => { refusals?.rateLimited.inc({ limit: request.routeOptions.config?.rateLimit ? 'route' : 'global' }) },
+    onExceeded: (request) => { refused(request.routeOptions.config?.rateLimit ? 'route' : 'global') },
     errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl, context.after)
   })
 
@@ -61,7 +62,7 @@ export default fp(async (fastify) => {
   fastify.decorate('clientRateLimit', async (request: FastifyRequest) => {
     const result = await perClient(request)
     if (!result.isAllowed && result.isExceeded) {
-      refusals?.rateLimited.inc({ limit: 'global' })
+      refused('global')
       throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
     }
   })

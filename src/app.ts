@@ -8,7 +8,7 @@ import deprecation from '../plugins/deprecation.js'
 import etag from '../plugins/etag.js'
 import idempotency from '../plugins/idempotency.js'
 import mediaStorage from '../plugins/media-storage.js'
-import metrics, { metricsEndpoint } from '../plugins/metrics.js'
+import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
 import outbox, { type OutboxOptions } from '../plugins/outbox.js'
 import type { TracingOptions } from '../plugins/tracing.js'
@@ -39,9 +39,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(problems)
   await fastify.register(contentType)
   await fastify.register(security)
-  await fastify.register(metrics)
   await fastify.register(rateLimit)
-  await fastify.register(metricsEndpoint)
+  await fastify.register(metrics) // after the rate limiter, so /metrics gets its own limit
   await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
   await fastify.register(outbox, opts.outbox ?? {})
   await fastify.register(underPressure)

@@ -32,6 +32,8 @@ t.test('off by default: no SDK plugin, no hooks, no decorators, no trace ids in 
   t.notOk(app.hasPlugin('@fastify/otel'))
   t.notOk(app.hasDecorator('traced'))
   t.notOk(app.hasRequestDecorator('opentelemetry'))
+  // Where @opentelemetry/api keeps what an SDK registers: nothing was.
+  t.equal((globalThis as Record<symbol, { trace?: unknown } | undefined>)[Symbol.for('opentelemetry.js.api.1')]?.trace, undefined, 'no tracer provider registered')
   const res = await app.inject({ method: 'GET', url: '/version', headers: { traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` } })
   t.equal(res.statusCode, 200)
   t.notMatch(logs.join(''), /trace_id/)
