@@ -4,7 +4,7 @@ import { AppError } from '../plugins/problems.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { parseSeedArgs, seed } from './db/seed.js'
-import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from './domain/users.js'
+import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
  * Operator commands: `npm run cli -- <group> <action> [args]`. Exit codes: 0 done,
@@ -30,6 +30,11 @@ export const commands: Record<string, Command> = {
   'creator revoke': { usage: 'creator revoke <username>', args: ['username'], run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator') },
   'user ban': { usage: 'user ban <username>', args: ['username'], run: flagCommand(banUser, 'is now banned', 'is already banned') },
   'user unban': { usage: 'user unban <username>', args: ['username'], run: flagCommand(unbanUser, 'is no longer banned', 'is not banned') },
+  'user revoke-tokens': {
+    usage: 'user revoke-tokens <username>',
+    args: ['username'],
+    run: async (db, [username]) => `${(await revokeTokens(db, username)).username}: every access token issued so far is revoked`
+  },
   seed: {
     usage: 'seed --posts <n> [--users <m>]',
     args: [],

@@ -4,13 +4,15 @@ import * as initial from './migrations/2026_11_21_0001_initial.js'
 import * as postCounter from './migrations/2026_11_21_0002_post_counter.js'
 import * as postSortAtPublished from './migrations/2026_11_21_0003_post_sort_at_published.js'
 import * as dataVersion from './migrations/2026_11_21_0004_data_version.js'
+import * as tokenGeneration from './migrations/2026_11_23_0100_token_generation.js'
 
 /** Every migration, by its date_slug name. A static list works the same from src/ (tsx) and dist/. */
 export const migrations: Record<string, Migration> = {
   '2026_11_21_0001_initial': initial,
   '2026_11_21_0002_post_counter': postCounter,
   '2026_11_21_0003_post_sort_at_published': postSortAtPublished,
-  '2026_11_21_0004_data_version': dataVersion
+  '2026_11_21_0004_data_version': dataVersion,
+  '2026_11_23_0100_token_generation': tokenGeneration
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -81,17 +81,17 @@ function uniqueViolation (err: unknown): 'username' | 'email' | undefined {
 }
 
 /**
- * The user id for a username and password, or 401 InvalidCredentials. An unknown username
+ * The user id (and token generation) for a username and password, or 401 InvalidCredentials. An unknown username
  * still pays for one scrypt (against DUMMY_HASH), so both failures cost the same and look the same.
  * A banned user with the right password is told so (403) rather than handed a useless token.
  */
-export async function checkCredentials (db: Db, username: string, password: string): Promise<string> {
-  const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active'])
+export async function checkCredentials (db: Db, username: string, password: string): Promise<{ id: string, generation: number }> {
+  const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active', 'token_generation'])
     .where('username', '=', normaliseUsername(username)).executeTakeFirst()
   const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH)
   if (!user || !ok) throw new AppError('InvalidCredentials', 'wrong username or password')
   if (!user.is_active) throw new AppError('UserIsBanned', 'this account is banned')
-  return user.id
+  return { id: user.id, generation: Number(user.token_generation) }
 }
 
 export async function getProfile (db: Db, id: string): Promise<Profile> {
@@ -100,10 +100,10 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
   return toProfile(row)
 }
 
-/** The caller's profile and the account's state (is_active) in one read, for GET /profiles/me. */
-export async function findMyProfile (db: Db, id: string): Promise<(MyProfile & { is_active: boolean | number }) | undefined> {
-  const row = await selectProfile(db).select(['user.email', 'user.is_active']).where('profile.id', '=', id).executeTakeFirst()
-  return row && { ...toProfile(row), email: row.email, is_active: row.is_active }
+/** The caller's profile and the account's state (is_active, token_generation) in one read, for GET /profiles/me. */
+export async function findMyProfile (db: Db, id: string): Promise<(MyProfile & { is_active: boolean | number, token_generation: number }) | undefined> {
+  const row = await selectProfile(db).select(['user.email', 'user.is_active', 'user.token_generation']).where('profile.id', '=', id).executeTakeFirst()
+  return row && { ...toProfile(row), email: row.email, is_active: row.is_active, token_generation: Number(row.token_generation) }
 }
 
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
@@ -145,16 +145,29 @@ export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard:
 
 export interface FlagChange { username: string, changed: boolean }
 
-async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_active', value: boolean): Promise<FlagChange> {
+async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_active', value: boolean, { revokeTokens = false } = {}): Promise<FlagChange> {
   const name = normaliseUsername(username)
   const user = await db.selectFrom('user').select(['id', flag]).where('username', '=', name).executeTakeFirst()
   if (!user) throw new AppError('ProfileNotFound', `no user named ${name}`)
   if (Boolean(user[flag]) === value) return { username: name, changed: false }
-  await db.updateTable('user').set({ [flag]: value, updated_at: nowIso() }).where('id', '=', user.id).execute()
+  await db.updateTable('user')
+    .set(eb => ({ [flag]: value, updated_at: nowIso(), ...(revokeTokens ? { token_generation: eb('token_generation', '+', 1) } : {}) }))
+    .where('id', '=', user.id).execute()
   return { username: name, changed: true }
 }
 
 export const grantCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', true)
 export const revokeCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', false)
-export const banUser = (db: Db, username: string) => setFlag(db, username, 'is_active', false)
+// A ban also ends every token issued so far: an unban does not bring them back.
+export const banUser = (db: Db, username: string) => setFlag(db, username, 'is_active', false, { revokeTokens: true })
 export const unbanUser = (db: Db, username: string) => setFlag(db, username, 'is_active', true)
+
+/** Every access token of the user issued so far stops working at once (`user revoke-tokens`). */
+export async function revokeTokens (db: Db, username: string): Promise<{ username: string, generation: number }> {
+  const name = normaliseUsername(username)
+  const row = await db.updateTable('user')
+    .set(eb => ({ token_generation: eb('token_generation', '+', 1), updated_at: nowIso() }))
+    .where('username', '=', name).returning('token_generation').executeTakeFirst()
+  if (!row) throw new AppError('ProfileNotFound', `no user named ${name}`)
+  return { username: name, generation: Number(row.token_generation) }
+}

@@ -55,7 +55,8 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     // The busiest authenticated read in one query: the profile row carries the account state
     // that authenticate would read, checked by the same rule (activeAccount).
-    const { is_active: _, ...profile } = activeAccount(await findMyProfile(fastify.db, fastify.tokenUserId(request)))
+    const { id, gen } = fastify.tokenClaims(request)
+    const { is_active: _, token_generation: __, ...profile } = activeAccount(await findMyProfile(fastify.db, id), gen)
     return profile
   })
 
