@@ -24,6 +24,8 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 300 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
+  MAIL_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
+  MAIL_RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 hour' }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ default: 'Roja <no-reply@roja.localhost>' }),

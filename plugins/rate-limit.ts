@@ -11,6 +11,12 @@ declare module 'fastify' {
      * global per-client limit on the route, so this hook keeps the global one counting too.
      */
     clientRateLimit: (request: FastifyRequest) => Promise<void>
+    /**
+     * preHandler (after authenticate) of every route that sends mail: MAIL_RATE_LIMIT_MAX per
+     * MAIL_RATE_LIMIT_WINDOW per user and per recipient address, so nobody can make Roja mail
+     * an address over and over whatever IP they come from.
+     */
+    mailRateLimit: (request: FastifyRequest) => Promise<void>
   }
 }
 
@@ -19,6 +25,12 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
   return new AppError('RateLimited', `rate limit of ${max} requests exceeded, retry in ${after}`, {
     headers: { 'retry-after': String(seconds) }
   })
+}
+
+type Checked = { isAllowed: true } | { isAllowed: false, isExceeded: boolean, max: number, ttl: number, ttlInSeconds: number }
+
+function check (result: Checked): void {
+  if (!result.isAllowed && result.isExceeded) throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
 }
 
 /**
@@ -55,10 +67,13 @@ export default fp(async (fastify) => {
   })
 
   const perClient = fastify.createRateLimit()
-  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => {
-    const result = await perClient(request)
-    if (!result.isAllowed && result.isExceeded) {
-      throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
-    }
+  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => check(await perClient(request)))
+
+  const mail = { max: config.MAIL_RATE_LIMIT_MAX, timeWindow: config.MAIL_RATE_LIMIT_WINDOW }
+  const perUser = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `mail-user:${request.user.id}` })
+  const perRecipient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `mail-to:${request.user.email.toLowerCase()}` })
+  fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
+    check(await perUser(request))
+    check(await perRecipient(request))
   })
 }, { name: 'rate-limit', dependencies: ['config', 'problems'] })

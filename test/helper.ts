@@ -23,6 +23,7 @@ export function testConfig (env: Record<string, string> = {}, databaseUrl?: stri
     DATABASE_URL: databaseUrl ?? (dialect === 'postgres' ? PG_URL : 'sqlite::memory:'),
     RATE_LIMIT_MAX: '100000',
     AUTH_RATE_LIMIT_MAX: '100000',
+    MAIL_RATE_LIMIT_MAX: '100000',
     // Building a second app blocks the loop for a second or more and would make the first shed with 503.
     MAX_EVENT_LOOP_DELAY_MS: '60000',
     ...env
