@@ -4,10 +4,12 @@ import type { FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
 import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
 
+/** The claims Roja signs (RFC 8725 §3.10, §3.11): who, which token generation, for which issuer and audience. */
+export interface TokenClaims { id: string, gen: number, iss?: string, aud?: string, iat?: number, exp?: number }
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
-    payload: { id: string }
+    payload: TokenClaims
     user: Account
   }
 }
@@ -23,8 +25,8 @@ declare module 'fastify' {
     authenticateIfToken: (request: FastifyRequest) => Promise<void>
     /** preHandler hook: the caller must be a creator (403 UserNotCreator) */
     requireCreator: (request: FastifyRequest) => Promise<void>
-    /** signs an access token for a user id */
-    issueToken: (userId: string) => { access_token: string, token_type: 'Bearer', expires_in: number }
+    /** signs an access token for a user under its current token generation */
+    issueToken: (user: { id: string, generation: number }) => { access_token: string, token_type: 'Bearer', expires_in: number }
   }
 }
 
@@ -32,47 +34,59 @@ declare module 'fastify' {
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
 
 /**
- * Bearer authentication with HS256 JWTs. Routes opt in by encapsulation:
- * a group adds `onRequest: fastify.authenticate`; nothing here matches URLs.
+ * Bearer authentication with HS256 JWTs. Routes opt in by encapsulation: a group adds
+ * `onRequest: fastify.authenticate` (or authenticateIfToken); nothing here matches URLs.
  */
 export default fp(async (fastify) => {
   const { config } = fastify
   await fastify.register(jwt, {
     secret: config.jwtSecret,
-    sign: { algorithm: 'HS256', expiresIn: config.ACCESS_TOKEN_TTL },
-    // Only HS256: `none`, RS*/ES* (key confusion) and every other algorithm are refused.
+    sign: { algorithm: 'HS256', expiresIn: config.ACCESS_TOKEN_TTL, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
+    // Only HS256: `none`, RS*/ES* (key confusion) and every other algorithm are refused. exp and
+    // iat are required, the issuer and audience must be ours, and no token outlives ACCESS_TOKEN_TTL.
     // Verified tokens are cached (fast-jwt, bounded, never past their exp); the user row is still read per request.
-    verify: { algorithms: ['HS256'], cache: true },
+    verify: {
+      algorithms: ['HS256'],
+      cache: true,
+      requiredClaims: ['id', 'gen', 'iat', 'exp', 'iss', 'aud'],
+      allowedIss: config.JWT_ISSUER,
+      allowedAud: config.JWT_AUDIENCE,
+      maxAge: config.ACCESS_TOKEN_TTL * 1000
+    },
     decode: { complete: false }
   })
 
-  fastify.decorate('issueToken', (userId: string) => ({
-    access_token: fastify.jwt.sign({ id: userId }),
+  fastify.decorate('issueToken', (user: { id: string, generation: number }) => ({
+    access_token: fastify.jwt.sign({ id: user.id, gen: user.generation }),
     token_type: 'Bearer' as const,
     expires_in: config.ACCESS_TOKEN_TTL
   }))
 
-  /** The user id of a valid bearer token, or 401. */
-  function tokenUserId (request: FastifyRequest): string {
+  /** The claims of a valid bearer token, or 401. */
+  function tokenClaims (request: FastifyRequest): { id: string, gen: number } {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
       throw new AppError('NotAuthenticated', 'this route needs a bearer token', { headers: { 'www-authenticate': 'Bearer' } })
     }
     const match = BEARER.exec(header)
     if (!match) throw invalidToken()
-    let payload: { id?: unknown }
+    let payload: { id?: unknown, gen?: unknown, iat?: unknown, exp?: unknown }
     try {
-      payload = fastify.jwt.verify<{ id?: unknown }>(match[1])
+      payload = fastify.jwt.verify<typeof payload>(match[1])
     } catch {
       throw invalidToken()
     }
-    if (typeof payload.id !== 'string') throw invalidToken()
-    return payload.id
+    const { id, gen, iat, exp } = payload
+    if (typeof id !== 'string' || !Number.isSafeInteger(gen) || typeof iat !== 'number' || typeof exp !== 'number') throw invalidToken()
+    // maxAge bounds a token's age by its iat; this bounds what it claims (an exp years away).
+    if (exp - iat > config.ACCESS_TOKEN_TTL) throw invalidToken()
+    return { id, gen: gen as number }
   }
 
   // The one authentication path: every authenticated route, and every token sent to a public read, runs it.
   async function authenticate (request: FastifyRequest) {
-    request.user = await findAccount(fastify.db, tokenUserId(request))
+    const { id, gen } = tokenClaims(request)
+    request.user = await findAccount(fastify.db, id, gen)
   }
   fastify.decorate('authenticate', authenticate)
   fastify.decorate('authenticateIfToken', async (request: FastifyRequest) => {

@@ -11,6 +11,12 @@ declare module 'fastify' {
      * global per-client limit on the route, so this hook keeps the global one counting too.
      */
     clientRateLimit: (request: FastifyRequest) => Promise<void>
+    /**
+     * preHandler (after authenticate) of every route that sends mail: MAIL_RATE_LIMIT_MAX per
+     * MAIL_RATE_LIMIT_WINDOW per user and per recipient address, so nobody can make Roja mail
+     * an address over and over whatever IP they come from.
+     */
+    mailRateLimit: (request: FastifyRequest) => Promise<void>
   }
 }
 
@@ -21,6 +27,9 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
   })
 }
 
+type Checked = { isAllowed: true } | { isAllowed: false, isExceeded: boolean, max: number, ttl: number, ttlInSeconds: number }
+
+
 /**
  * RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW per client IP, counted in memory or,
  * with REDIS_URL, in Redis so that every instance behind the balancer shares one count.
@@ -29,7 +38,7 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
 export default fp(async (fastify) => {
   const { config } = fastify
   // The metrics plugin comes later (its /metrics has a limit of its own): looked up at refusal time.
-  const refused = (limit: 'global' | 'route') => { if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit }) }
+  const refused = (limit: 'global' | 'route' | 'mail') => { if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit }) }
   let redis: Redis | undefined
   if (config.REDIS_URL) {
     // loaded only when used: an instance without Redis does not carry the client
@@ -59,11 +68,19 @@ export default fp(async (fastify) => {
   })
 
   const perClient = fastify.createRateLimit()
-  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => {
-    const result = await perClient(request)
+  function check (result: Checked, limit: 'global' | 'mail'): void {
     if (!result.isAllowed && result.isExceeded) {
-      refused('global')
+      refused(limit)
       throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
     }
+  }
+  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => check(await perClient(request), 'global'))
+
+  const mail = { max: config.MAIL_RATE_LIMIT_MAX, timeWindow: config.MAIL_RATE_LIMIT_WINDOW }
+  const perUser = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `mail-user:${request.user.id}` })
+  const perRecipient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `mail-to:${request.user.email.toLowerCase()}` })
+  fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
+    check(await perUser(request), 'mail')
+    check(await perRecipient(request), 'mail')
   })
 }, { name: 'rate-limit', dependencies: ['config', 'problems'] })

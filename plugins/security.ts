@@ -7,6 +7,23 @@ import { AppError } from '../src/domain/errors.js'
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
 
+/**
+ * The URL with the value of every access_token/token query parameter replaced, matched like
+ * the refusal below matches them (decoded, case-insensitive), so the URL can be logged.
+ */
+export function redactTokens (url: string): string {
+  const query = url.indexOf('?')
+  if (query === -1) return url
+  const parts = url.slice(query + 1).split('&').map((part) => {
+    const eq = part.indexOf('=')
+    const key = eq === -1 ? part : part.slice(0, eq)
+    return isTokenParam(new URLSearchParams(`${key}=`).keys().next().value ?? '') ? `${key}=[redacted]` : part
+  })
+  return `${url.slice(0, query)}?${parts.join('&')}`
+}
+
+const isTokenParam = (key: string) => TOKEN_PARAMS.has(key.trim().toLowerCase())
+
 // proxy-addr's range names, as subnets.
 const RANGES: Record<string, Array<[string, number]>> = {
   loopback: [['127.0.0.0', 8], ['::1', 128]],
@@ -88,7 +105,7 @@ export default fp(async (fastify) => {
     const query = request.url.indexOf('?')
     if (query !== -1) {
       for (const key of new URLSearchParams(request.url.slice(query + 1)).keys()) {
-        if (TOKEN_PARAMS.has(key.trim().toLowerCase())) {
+        if (isTokenParam(key)) {
           return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
         }
       }

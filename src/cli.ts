@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from '../plugins/config.js'
 import { AppError } from './domain/errors.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
-import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from './domain/users.js'
+import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
  * Operator commands: `npm run cli -- <group> <action> [args]`, on the database of DATABASE_URL
@@ -40,6 +40,10 @@ export const commands: Record<string, Command> = {
   'user unban': {
     usage: 'user unban <username>', help: 'lets a banned user sign in again', args: ['username'],
     run: flagCommand(unbanUser, 'is no longer banned', 'is not banned')
+  },
+  'user revoke-tokens': {
+    usage: 'user revoke-tokens <username>', help: 'ends every access token issued so far (the user signs in again)', args: ['username'],
+    run: async (db, [username]) => `${(await revokeTokens(db, username)).username}: every access token issued so far is revoked`
   }
 }
 

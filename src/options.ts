@@ -7,6 +7,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
 import { frameworkErrors, problemOf } from '../plugins/problems.js'
+import { redactTokens } from '../plugins/security.js'
 import { isLenientDateTime } from './db/time.js'
 
 /**
@@ -20,8 +21,9 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       // Asynchronous stdout: lines are written in batches off the request path instead of one
       // blocking write per request; pino flushes what is left when the process exits.
       ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: pino.destination({ dest: 1, sync: false }) }),
-      // What a request line needs, and nothing that costs a proxy-header parse per field (host, port).
-      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: req.url, remoteAddress: req.ip }) },
+      // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
+      // a token sent in the query (refused, 400) never reaches a log.
+      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
           'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],

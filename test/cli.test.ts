@@ -68,8 +68,21 @@ t.test('operator commands', async (t) => {
     t.same(await flags(), { is_creator: false, is_active: true })
   })
 
+  t.test('user revoke-tokens bumps the token generation; a ban does too, an unban does not', async (t) => {
+    const generation = async () => Number((await db.selectFrom('user').select('token_generation').where('username', '=', 'ada').executeTakeFirstOrThrow()).token_generation)
+    const before = await generation()
+    const res = await cli(url, 'user', 'revoke-tokens', ' Ada ')
+    t.equal(res.code, 0)
+    t.match(res.stdout, /ada: every access token issued so far is revoked/)
+    t.equal(await generation(), before + 1)
+    await cli(url, 'user', 'ban', 'ada')
+    t.equal(await generation(), before + 2, 'a ban revokes')
+    await cli(url, 'user', 'unban', 'ada')
+    t.equal(await generation(), before + 2, 'an unban brings no old token back')
+  })
+
   t.test('an unknown user exits 1 with a clear message', async (t) => {
-    for (const args of [['creator', 'grant', 'ghost'], ['user', 'ban', 'ghost']]) {
+    for (const args of [['creator', 'grant', 'ghost'], ['user', 'ban', 'ghost'], ['user', 'revoke-tokens', 'ghost']]) {
       const res = await cli(url, ...args)
       t.equal(res.code, 1, args.join(' '))
       t.match(res.stderr, /no user named ghost/)
@@ -81,6 +94,7 @@ t.test('operator commands', async (t) => {
     t.equal(none.code, 2)
     t.match(none.stderr, /creator grant <username>/)
     t.match(none.stderr, /user unban <username>/)
+    t.match(none.stderr, /user revoke-tokens <username>/)
     const unknown = await cli(url, 'user', 'delete', 'ada')
     t.equal(unknown.code, 2)
     const missing = await cli(url, 'creator', 'grant')

@@ -33,7 +33,7 @@ export async function createUser (app: FastifyInstance, opts: { username?: strin
     id, first_name: opts.firstName ?? 'Test', last_name: opts.lastName ?? 'User', age: null, favorite_band: null,
     website: null, avatar_url: null, created_at: now, updated_at: now
   }).execute()
-  const token = app.jwt.sign({ id })
+  const token = app.issueToken({ id, generation: 0 }).access_token
   return { id, username, email, token, headers: { authorization: `Bearer ${token}` } }
 }
 

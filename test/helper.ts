@@ -24,6 +24,7 @@ export function testConfig (env: Record<string, string> = {}, databaseUrl?: stri
     DATABASE_URL: databaseUrl ?? (dialect === 'postgres' ? PG_URL : 'sqlite::memory:'),
     RATE_LIMIT_MAX: '100000',
     AUTH_RATE_LIMIT_MAX: '100000',
+    MAIL_RATE_LIMIT_MAX: '100000',
     // Tests judge behaviour, not load: building apps blocks the loop and would read as overload.
     // The load-shedding tests turn it back on.
     LOAD_SHEDDING: 'false',

@@ -17,6 +17,8 @@ export interface UserTable {
   password_hash: string
   is_active: Bool
   is_creator: Bool
+  /** bumped to revoke every token issued before (migration 2026_11_23_0100) */
+  token_generation: ColumnType<number, number | undefined, number>
   created_at: Timestamp
   updated_at: Timestamp
 }

@@ -26,8 +26,9 @@ function toAlert (row: AlertRow): Alert {
   }
 }
 
-function alertSubject (kind: string, postTitle: string | undefined): string {
-  return postTitle === undefined ? `New ${kind} on your post` : `New ${kind} on "${postTitle}"`
+// A fixed subject: no user-written text reaches a mail header (the title is in the body).
+function alertSubject (kind: string): string {
+  return `New ${kind} on your post`
 }
 
 /**
@@ -47,7 +48,7 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
   await db.insertInto('alert').values({
     id, user_id: post.creator_id, kind: input.kind, message, post_id: post.id, created_at: writeTimeIso(), sent_at: null
   }).execute()
-  await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind, post.title), body: message, alertId: id })
+  await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind), body: message, alertId: id })
   return id
 }
 
@@ -84,6 +85,6 @@ export async function resendAlert (db: Db, alertId: string): Promise<void> {
       .select(['alert.id', 'alert.kind', 'alert.message', 'user.email', 'post.title'])
       .where('alert.id', '=', alertId)
       .executeTakeFirst(), 'AlertNotFound', `no alert with id ${alertId}`)
-    await enqueueEmail(trx, { to: row.email, subject: alertSubject(row.kind, row.title ?? undefined), body: row.message, alertId: row.id })
+    await enqueueEmail(trx, { to: row.email, subject: alertSubject(row.kind), body: row.message, alertId: row.id })
   })
 }

@@ -214,7 +214,7 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
     const user = await trx.selectFrom('user').select('email').where('id', '=', userId).executeTakeFirstOrThrow()
     await enqueueEmail(trx, {
       to: user.email,
-      subject: `Your post "${post.title}"`,
+      subject: 'Your post on Roja', // fixed: no user-written text in a mail header
       body: `Here is your post "${post.title}" (${post.type.toLowerCase()}, slug ${post.slug}).\n` +
         `Status: ${statusOf(row)}.\nLast updated: ${post.updated_at}.\n`
     })

@@ -21,17 +21,20 @@ export const invalidToken = () => new AppError('InvalidCredentials', 'the token 
 })
 
 /**
- * The account rule, in one place: the token's user must still exist (401 invalid_token) and be
- * active (403 UserIsBanned). Read on every authenticated request, so a ban or a deletion takes effect at once.
+ * The account rule, in one place: the token's user must still exist (401 invalid_token), be
+ * active (403 UserIsBanned), and the token be of the account's current generation (401). Read on
+ * every authenticated request, so a ban, a revocation or a deletion takes effect at once on every instance.
  */
-export async function findAccount (db: Db, id: string): Promise<Account> {
+export async function findAccount (db: Db, id: string, generation: number): Promise<Account> {
   const row = await db.selectFrom('user')
-    .select(['id', 'username', 'email', 'is_creator', 'is_active'])
+    .select(['id', 'username', 'email', 'is_creator', 'is_active', 'token_generation'])
     .where('id', '=', id)
     .executeTakeFirst()
   if (!row) throw invalidToken()
+  // A banned caller is told so (403) whatever its token's generation; the ban bumped it, so after an unban it is 401.
   if (!row.is_active) throw new AppError('UserIsBanned', 'this account is banned')
-  return { ...row, is_creator: Boolean(row.is_creator), is_active: true }
+  if (Number(row.token_generation) !== generation) throw invalidToken()
+  return { id: row.id, username: row.username, email: row.email, is_creator: Boolean(row.is_creator), is_active: true }
 }
 
 /** The spec's username rule: surrounding whitespace stripped, lower case. The one place it is applied. */
@@ -108,17 +111,17 @@ function uniqueViolation (err: unknown): 'username' | 'email' | undefined {
 }
 
 /**
- * The user id for a username and password, or 401 InvalidCredentials. An unknown username
+ * The user id (and token generation) for a username and password, or 401 InvalidCredentials. An unknown username
  * still pays for one scrypt (against DUMMY_HASH), so both failures cost the same and look the same.
  * A banned user with the right password is told so (403) rather than handed a useless token.
  */
-export async function checkCredentials (db: Db, username: string, password: string): Promise<string> {
-  const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active'])
+export async function checkCredentials (db: Db, username: string, password: string): Promise<{ id: string, generation: number }> {
+  const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active', 'token_generation'])
     .where('username', '=', normaliseUsername(username)).executeTakeFirst()
   const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH)
   if (!user || !ok) throw new AppError('InvalidCredentials', 'wrong username or password')
   if (!user.is_active) throw new AppError('UserIsBanned', 'this account is banned')
-  return user.id
+  return { id: user.id, generation: Number(user.token_generation) }
 }
 
 export async function getProfile (db: Db, id: string): Promise<Profile> {
@@ -127,7 +130,6 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
   return toProfile(row)
 }
 
-/** The caller's profile and the account's state (is_active) in one read, for GET /profiles/me. */
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
   const row = await selectProfile(db).select('user.email').where('profile.id', '=', id).executeTakeFirst()
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
@@ -167,16 +169,29 @@ export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard:
 
 export interface FlagChange { username: string, changed: boolean }
 
-async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_active', value: boolean): Promise<FlagChange> {
+async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_active', value: boolean, { revokeTokens = false } = {}): Promise<FlagChange> {
   const name = normaliseUsername(username)
   const user = await db.selectFrom('user').select(['id', flag]).where('username', '=', name).executeTakeFirst()
   if (!user) throw new AppError('ProfileNotFound', `no user named ${name}`)
   if (Boolean(user[flag]) === value) return { username: name, changed: false }
-  await db.updateTable('user').set({ [flag]: value, updated_at: writeTimeIso() }).where('id', '=', user.id).execute()
+  await db.updateTable('user')
+    .set(eb => ({ [flag]: value, updated_at: writeTimeIso(), ...(revokeTokens ? { token_generation: eb('token_generation', '+', 1) } : {}) }))
+    .where('id', '=', user.id).execute()
   return { username: name, changed: true }
 }
 
 export const grantCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', true)
 export const revokeCreator = (db: Db, username: string) => setFlag(db, username, 'is_creator', false)
-export const banUser = (db: Db, username: string) => setFlag(db, username, 'is_active', false)
+// A ban also ends every token issued so far: an unban does not bring them back.
+export const banUser = (db: Db, username: string) => setFlag(db, username, 'is_active', false, { revokeTokens: true })
 export const unbanUser = (db: Db, username: string) => setFlag(db, username, 'is_active', true)
+
+/** Every access token of the user issued so far stops working at once (`user revoke-tokens`). */
+export async function revokeTokens (db: Db, username: string): Promise<{ username: string, generation: number }> {
+  const name = normaliseUsername(username)
+  const row = await db.updateTable('user')
+    .set(eb => ({ token_generation: eb('token_generation', '+', 1), updated_at: writeTimeIso() }))
+    .where('username', '=', name).returning('token_generation').executeTakeFirst()
+  if (!row) throw new AppError('ProfileNotFound', `no user named ${name}`)
+  return { username: name, generation: Number(row.token_generation) }
+}

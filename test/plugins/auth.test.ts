@@ -25,7 +25,7 @@ t.test('the bearer token check on an authenticated route', async (t) => {
   const logs: string[] = []
   const app = await build(t, { logs })
   const user = await createUser(app)
-  const claims = { id: user.id, iat: now(), exp: now() + 600 }
+  const claims = { id: user.id, gen: 0, iss: 'roja', aud: 'roja-api', iat: now(), exp: now() + 600 }
   const me = (authorization?: string) =>
     app.inject({ method: 'GET', url: '/v1/profiles/me', headers: authorization === undefined ? {} : { authorization } })
 
@@ -52,10 +52,20 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     ['key confusion: RS256 header, HMAC-SHA256 with the secret', forge({ alg: 'RS256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))],
     ['key confusion: ES256 header, HMAC-SHA256 with the secret', forge({ alg: 'ES256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))],
     ['wrong signature (another secret)', forge({ alg: 'HS256', typ: 'JWT' }, claims, hmac('sha256', 'another-secret-that-is-also-32-bytes-long'))],
-    ['expired', forge({ alg: 'HS256', typ: 'JWT' }, { id: user.id, iat: now() - 7200, exp: now() - 3600 }, hmac('sha256', TEST_SECRET))],
+    ['expired', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() - 7200, exp: now() - 3600 }, hmac('sha256', TEST_SECRET))],
+    ['no exp (RFC 8725: exp required)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: undefined }, hmac('sha256', TEST_SECRET))],
+    ['no iat', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: undefined }, hmac('sha256', TEST_SECRET))],
+    ['exp ten years out (over ACCESS_TOKEN_TTL)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now() + 10 * 365 * 86400 }, hmac('sha256', TEST_SECRET))],
+    ['issued longer ago than the lifetime', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() - 3700, exp: now() + 60 }, hmac('sha256', TEST_SECRET))],
+    ['another issuer', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iss: 'someone-else' }, hmac('sha256', TEST_SECRET))],
+    ['no issuer', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iss: undefined }, hmac('sha256', TEST_SECRET))],
+    ['another audience', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, aud: 'other-api' }, hmac('sha256', TEST_SECRET))],
+    ['no audience', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, aud: undefined }, hmac('sha256', TEST_SECRET))],
+    ['no token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: undefined }, hmac('sha256', TEST_SECRET))],
+    ['another token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: 1 }, hmac('sha256', TEST_SECRET))],
     ['nbf in the future', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, nbf: now() + 3600 }, hmac('sha256', TEST_SECRET))],
     ['tampered payload', `${user.token.split('.')[0]}.${b64({ ...claims, id: randomUUID() })}.${user.token.split('.')[2]}`],
-    ['no id claim', forge({ alg: 'HS256', typ: 'JWT' }, { iat: now(), exp: now() + 600 }, hmac('sha256', TEST_SECRET))],
+    ['no id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: undefined }, hmac('sha256', TEST_SECRET))],
     ['a numeric id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: 42 }, hmac('sha256', TEST_SECRET))],
     ['not a JWT', 'abc'],
     ['two parts', 'abc.def'],
@@ -150,7 +160,7 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
   t.equal(other.statusCode, 403)
   t.equal(json(other).code, 'UserNotOwner')
 
-  const issued = server.issueToken(user.id)
+  const issued = server.issueToken({ id: user.id, generation: 0 })
   t.equal(issued.token_type, 'Bearer')
   t.equal(issued.expires_in, cfg.ACCESS_TOKEN_TTL)
   t.equal((await server.inject({ method: 'GET', url: `/owned/${user.id}`, headers: { authorization: `Bearer ${issued.access_token}` } })).statusCode, 200)

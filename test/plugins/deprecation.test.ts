@@ -3,8 +3,7 @@ import { Type } from '@sinclair/typebox'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import deprecation from '../../plugins/deprecation.js'
-import metrics, { metricsEndpoint } from '../../plugins/metrics.js'
-import rateLimit from '../../plugins/rate-limit.js'
+import metrics from '../../plugins/metrics.js'
 import openapi from '../../plugins/openapi.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
@@ -20,8 +19,6 @@ async function build (t: Test) {
   await app.register(config, { config: cfg })
   await app.register(problems)
   await app.register(metrics)
-  await app.register(rateLimit)
-  await app.register(metricsEndpoint)
   await app.register(openapi)
   await app.register(deprecation)
   app.get('/v1/things', {
@@ -95,8 +92,6 @@ t.test('a malformed sunset date stops the start', async (t) => {
   const cfg = testConfig()
   const app = Fastify(serverOptions(cfg))
   t.teardown(() => app.close())
-  await app.register(config, { config: cfg })
-  await app.register(problems)
   await app.register(metrics)
   await app.register(deprecation)
   await t.rejects(async () => {

@@ -113,7 +113,7 @@ t.test('delivering an alert\'s e-mail sets the alert\'s sent_at', async (t) => {
 
   await app.outbox.runOnce()
   t.same(smtp.received[0].to, [creator.email])
-  t.equal(smtp.received[0].subject, 'New review on "Cats"')
+  t.equal(smtp.received[0].subject, 'New review on your post')
   const after = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId!).executeTakeFirstOrThrow()
   t.not(after.sent_at, null)
 })

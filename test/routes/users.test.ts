@@ -46,7 +46,8 @@ t.test('GET /v1/users/{userId}/posts/{postId}: the owner\'s post, and an e-mail 
   const mail = await app.db.selectFrom('outbox_message').selectAll().execute()
   t.equal(mail.length, 1)
   t.equal(mail[0].to_address, creator.email)
-  t.match(mail[0].subject, /Mine/)
+  t.equal(mail[0].subject, 'Your post on Roja', 'a fixed subject: the title is not in a header')
+  t.match(mail[0].body, /Mine/)
   t.match(mail[0].body, /draft/)
 })
 

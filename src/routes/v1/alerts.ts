@@ -45,6 +45,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/alerts/:alertId/resend', {
+    preHandler: fastify.mailRateLimit,
     schema: {
       tags: ['alerts'],
       operationId: 'resendAlert',

@@ -54,9 +54,9 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
         errors: [{ in: 'body', field: '', rule: 'required', message: 'is required' }]
       })
     }
-    const userId = await checkCredentials(fastify.db, body.username, body.password)
+    const user = await checkCredentials(fastify.db, body.username, body.password)
     // RFC 6749 §5.1: token responses must not be cached.
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken(userId))
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken(user))
   })
 }
 

@@ -11,6 +11,7 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 
   fastify.post('/users/:userId/email', {
+    preHandler: fastify.mailRateLimit,
     schema: {
       tags: ['users'],
       operationId: 'sendAccountSummary',

@@ -30,7 +30,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/users/:userId/posts/:postId', {
     // self first (UserNotOwner), then an active creator (UserNotCreator; banned users stop at authenticate)
-    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.requireCreator],
+    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.requireCreator, fastify.mailRateLimit],
     config: { etag: true },
     schema: {
       tags,

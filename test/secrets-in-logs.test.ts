@@ -1,0 +1,67 @@
+import t from 'tap'
+import { build, json, TEST_SECRET } from './helper.js'
+
+/**
+ * Secrets never logged: every log line (at trace) of a session that signs up, logs in both ways,
+ * uses its token well and badly, sends it in the URL and in malformed headers, is searched for
+ * every token issued, its signature alone, the password and the JWT secret.
+ */
+t.test('no log line carries a token, a password or the JWT secret', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs, logLevel: 'trace' })
+  const password = 'a password that must never be logged'
+  const signUp = await app.inject({
+    method: 'POST', url: '/v1/profiles', payload: { first_name: 'Ada', username: 'ada', email: 'ada@example.com', password }
+  })
+  t.equal(signUp.statusCode, 201)
+
+  const tokens: string[] = []
+  const jsonLogin = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ada', password } })
+  tokens.push(json(jsonLogin).access_token)
+  const formLogin = await app.inject({
+    method: 'POST', url: '/v1/auth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: `grant_type=password&username=ada&password=${encodeURIComponent(password)}`
+  })
+  tokens.push(json(formLogin).access_token)
+  const wrong = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ada', password: `${password}!` } })
+  t.equal(wrong.statusCode, 401)
+  t.equal(tokens.filter(Boolean).length, 2, 'two tokens issued')
+
+  for (const token of tokens) {
+    const bearer = { authorization: `Bearer ${token}` }
+    const requests = [
+      { method: 'GET', url: '/v1/profiles/me', headers: bearer },
+      { method: 'PUT', url: '/v1/profiles/me', headers: { ...bearer, 'if-match': '"stale"' }, payload: { first_name: 'X' } },
+      { method: 'PUT', url: '/v1/profiles/me', headers: bearer, payload: { first_name: '' } },
+      { method: 'POST', url: '/v1/posts', headers: bearer, payload: { title: 'T', type: 'ARTICLE' } },
+      { method: 'GET', url: '/v1/nowhere', headers: bearer },
+      { method: 'GET', url: `/v1/profiles/me?access_token=${token}` },
+      { method: 'GET', url: `/v1/profiles/me?token=${token}&x=1` },
+      { method: 'GET', url: `/v1/profiles/me?%74oken=${token}` },
+      { method: 'GET', url: `/v1/profiles/me?ACCESS_TOKEN=${encodeURIComponent(token)}` },
+      { method: 'GET', url: `/nowhere?x=1&token=${token}` },
+      { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Basic ${token}` } },
+      { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer ${token}x` } },
+      { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer  ${token} extra` } },
+      { method: 'POST', url: '/v1/posts', headers: { ...bearer, 'content-type': 'application/json' }, payload: `{"title": "${token}` }
+    ] as const
+    for (const r of requests) {
+      const res = await app.inject(r as never)
+      t.ok(res.statusCode < 500, `${r.method} ${r.url.slice(0, 30)}: ${res.statusCode}`)
+      if (r.url.includes('token=')) t.notMatch(json(res).instance ?? '', token, 'the problem instance leaves the token out')
+    }
+  }
+  await app.close()
+
+  const all = logs.join('')
+  t.ok(logs.length > 40, `the session was logged (${logs.length} lines)`)
+  t.match(all, /\[redacted\]/, 'a query token is logged as [redacted]')
+  for (const token of tokens) {
+    t.notOk(all.includes(token), 'no log line holds a whole token')
+    t.notOk(all.includes(token.split('.')[2]), 'nor its signature')
+    t.notOk(all.includes(encodeURIComponent(token)), 'nor its encoded form')
+  }
+  t.notOk(all.includes(password), 'no log line holds the password')
+  t.notOk(all.includes(encodeURIComponent(password)), 'nor its form-encoded form')
+  t.notOk(all.includes(TEST_SECRET), 'nor the JWT secret')
+})
