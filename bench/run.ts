@@ -56,7 +56,7 @@ const CONNECTIONS = num('BENCH_CONNECTIONS', 50, 10)
 const SMALL = num('BENCH_SMALL', 10_000, 300)
 const LARGE = num('BENCH_LARGE', 1_000_000, 1_000)
 // Seeding is bounded: a seeder that slows down (heavier triggers, say) fails the run instead of eating it.
-const SEED_LIMIT_S = num('BENCH_SEED_TIMEOUT', Math.max(120, LARGE / 1500), 120)
+const SEED_LIMIT_S = num('BENCH_SEED_TIMEOUT', Math.max(120, LARGE / 1000), 120)
 const CURSOR_PAGE = Math.min(1000, Math.floor(LARGE * 0.9 / 10))
 const DIALECTS = (env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',')
 const PG_URL = env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -72,6 +72,9 @@ const JWT_SECRET = randomBytes(48).toString('base64url')
 // Roja runs behind a TLS-terminating proxy in production; it trusts exactly the loopback address.
 const PROTO = { 'x-forwarded-proto': 'https' }
 const children = new Set<ChildProcess>()
+const stopping = new Set<ChildProcess>()
+/** servers that exited without the harness stopping them */
+const died: string[] = []
 
 const GOAL_GROUPS = ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']
 const ALL_GROUPS = [...GOAL_GROUPS, 'list', 'auth']
@@ -94,7 +97,11 @@ async function start (name: string, args: string[], extraEnv: Record<string, str
   const started = process.hrtime.bigint()
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: env.PATH, ...extraEnv, PORT: String(port) }, stdio: ['ignore', log, log] })
   children.add(child)
-  child.on('exit', () => children.delete(child))
+  child.on('exit', (code, signal) => {
+    children.delete(child)
+    // told apart from the harness's own stops: a server that dies mid-group explains its errors
+    if (!stopping.has(child)) died.push(`${name} exited (${signal ?? `code ${code}`}); see its log`)
+  })
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; see ${join(TMP, `${name}.log`)}`)
     try {
@@ -111,6 +118,7 @@ async function start (name: string, args: string[], extraEnv: Record<string, str
 async function stop (server: Server): Promise<void> {
   if (server.child.exitCode !== null) return
   const exited = new Promise(resolve => server.child.once('exit', resolve))
+  stopping.add(server.child)
   server.child.kill('SIGTERM')
   await Promise.race([exited, sleep(15_000)])
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
@@ -402,14 +410,16 @@ async function tokensFor (roja: Server, usernames: string[]): Promise<string[]> 
 }
 
 /** Runs one group; a failure (bytes that differ, a server that will not start) is reported and the run goes on. */
-async function guarded (name: string, results: Record<string, unknown>, work: () => Promise<unknown>): Promise<void> {
+async function guarded (name: string, results: Record<string, unknown>, before: () => Promise<void>, work: () => Promise<unknown>): Promise<void> {
   if (!wanted(name)) return
   console.error(`-- ${name}`)
   try {
+    await before()
     results[name] = await work()
   } catch (err) {
-    console.error(`FAILED ${name}: ${(err as Error).message}`)
-    results[name] = { error: (err as Error).message }
+    const message = [(err as Error).message, ...died.splice(0)].join('; ')
+    console.error(`FAILED ${name}: ${message}`)
+    results[name] = { error: message }
     process.exitCode = 1
   }
 }
@@ -426,12 +436,18 @@ async function benchDialect (dialect: string, dbs: Databases) {
   const down = async (...list: Server[]) => { for (const s of list) { await stop(s); servers.splice(servers.indexOf(s), 1) } }
   const result: Record<string, unknown> = {}
   try {
-    const roja = small ? await up(startRoja('roja', small.url)) : undefined
+    let roja = small ? await up(startRoja('roja', small.url)) : undefined
+    // A server killed from outside (a busy shared machine) costs one group, not the rest of the dialect.
+    const revive = async () => {
+      if (!roja || (roja.child.exitCode === null && roja.child.signalCode === null)) return
+      servers.splice(servers.indexOf(roja), 1)
+      roja = await up(startRoja('roja', small!.url))
+    }
     const data = small ? await sampleData(small.url, small.creators) : undefined
     const tokens = roja && small ? await tokensFor(roja, small.creators) : []
     const bearer = (random: Random) => ({ authorization: `Bearer ${pick(random, tokens)}` })
 
-    await guarded('chain', result, async () => {
+    await guarded('chain', result, revive, async () => {
       const body = join(TMP, 'version.json')
       writeFileSync(body, (await request(`${roja!.url}/version`)).text)
       const bare = await up(start('baseline-bare', ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body }, '/version'))
@@ -443,7 +459,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try { return await group('chain', targets, [['roja /version', 'bare fastify']]) } finally { await down(bare) }
     })
 
-    await guarded('uncached', result, async () => {
+    await guarded('uncached', result, revive, async () => {
       const base = await up(startBaseline('baseline', small!.url))
       const d = data!
       // Each kind of request as both servers get it; the same PRNG sequence on both sides in a round.
@@ -468,7 +484,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       } finally { await down(base) }
     })
 
-    await guarded('writes', result, async () => {
+    await guarded('writes', result, revive, async () => {
       const [w, b] = await Promise.all([up(startRoja('roja-writes', dbs.writes!.roja.url)), up(startBaseline('baseline-writes', dbs.writes!.baseline.url))])
       {
         const writeTokens = await tokensFor(w, small!.creators)
@@ -495,7 +511,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       }
     })
 
-    await guarded('fleet', result, async () => {
+    await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
       const [a, b] = await Promise.all([up(startRoja('roja-fleet-a', dbs.fleet!.url)), up(startRoja('roja-fleet-b', dbs.fleet!.url))])
       {
@@ -522,14 +538,14 @@ async function benchDialect (dialect: string, dbs: Databases) {
     if (wanted('size') || wanted('cursor')) {
       const big = await up(startRoja('roja-large', large!.url))
       const randomPage = (r: Random) => ({ path: `/v1/posts?limit=10&offset=${between(r, 1, OFFSETS)}` })
-      await guarded('size', result, () => group('size', [
+      await guarded('size', result, revive, () => group('size', [
         { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), roja: true },
         { name: `first page at ${LARGE}`, urls: [big.url], request: () => ({ path: '/v1/posts?limit=10' }), roja: true },
         // pages no first-page cache can serve, the same offsets on both
         { name: `random page at ${SMALL}`, urls: [roja!.url], request: randomPage, roja: true },
         { name: `random page at ${LARGE}`, urls: [big.url], request: randomPage, roja: true }
       ], [[`first page at ${LARGE}`, `first page at ${SMALL}`], [`random page at ${LARGE}`, `random page at ${SMALL}`]]))
-      await guarded('cursor', result, async () => {
+      await guarded('cursor', result, revive, async () => {
         let cursor: string | null = null
         for (let page = 1; page < CURSOR_PAGE; page++) {
           const got: { next_cursor: string | null } = await getJson(`${big.url}/v2/posts?limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
@@ -544,7 +560,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       await down(big)
     }
 
-    await guarded('list', result, async () => {
+    await guarded('list', result, revive, async () => {
       const base = await up(startBaseline('baseline-list', small!.url))
       const body = join(TMP, 'list-body.json')
       writeFileSync(body, (await request(`${roja!.url}/v1/posts?limit=10`)).text)
@@ -559,7 +575,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       } finally { await down(base, http) }
     })
 
-    await guarded('auth', result, async () => {
+    await guarded('auth', result, revive, async () => {
       const me = await getJson(`${roja!.url}/v1/profiles/me`, { headers: { authorization: `Bearer ${tokens[0]}` } })
       return group('auth', [
         { name: 'public profile', urls: [roja!.url], request: () => ({ path: `/v1/profiles/${me.id as string}` }), roja: true },
@@ -568,7 +584,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     // Cold start: fresh processes on the (migrated) small database, nothing else running; then idle RSS.
-    await guarded('startup', result, async () => {
+    await guarded('startup', result, revive, async () => {
       await down(...servers)
       const starts: Array<{ readyMs: number, idleRssMiB: number }> = []
       for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
@@ -585,27 +601,36 @@ async function benchDialect (dialect: string, dbs: Databases) {
   }
 }
 
-interface Goal { goal: string, value: string, met: boolean }
+/** met: null when nothing could be measured (a failed group, a target that answered errors) */
+interface Goal { goal: string, value: string, met: boolean | null }
 
 /** The goals of issue 14 with their verdicts; none from the smoke or from fewer than 3 rounds. */
 function goals (dialect: string, r: any): Goal[] {
   const out: Goal[] = []
-  const add = (goal: string, value: number | undefined, met: (v: number) => boolean, unit = '×') => {
-    if (value !== undefined) out.push({ goal, value: `${value.toFixed(2)}${unit}`, met: met(value) })
+  // A ratio over a target that answered errors, or nothing, is no measure: no verdict from it.
+  const clean = (g: any) => g?.targets && Object.values(g.targets).every((s: any) => s.reqs > 0 && s.non2xx + s.errors === 0)
+  const add = (goal: string, g: any, value: number | undefined, met: (v: number) => boolean, unit = '×') => {
+    if (value === undefined) return
+    if (!clean(g) && g !== r.startup) out.push({ goal, value: 'a target answered errors', met: null })
+    else out.push({ goal, value: Number.isFinite(value) ? `${value.toFixed(2)}${unit}` : 'n/a', met: met(value) })
   }
   const ratio = (g: any, key: string, of: 'reqs' | 'p50' = 'reqs'): number | undefined => g?.ratios?.[key]?.[of]
-  add('chain: /version ≥ 0.5× bare Fastify', ratio(r.chain, 'roja /version / bare fastify'), v => v >= 0.5)
+  add('chain: /version ≥ 0.5× bare Fastify', r.chain, ratio(r.chain, 'roja /version / bare fastify'), v => v >= 0.5)
   for (const key of Object.keys(r.uncached?.ratios ?? {})) {
-    add(`uncached: ${key.split(' / ')[0].slice(5)} ≥ 0.8× the same-SQL server`, ratio(r.uncached, key), v => v >= 0.8)
+    add(`uncached: ${key.split(' / ')[0].slice(5)} ≥ 0.8× the same-SQL server`, r.uncached, ratio(r.uncached, key), v => v >= 0.8)
   }
-  if (dialect === 'postgres') add(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.7× the minimal pg server`, ratio(r.writes, `roja c${CONNECTIONS} / baseline c${CONNECTIONS}`), v => v >= 0.7)
-  add('fleet: two instances\' writes ≥ 1.0× one instance', ratio(r.fleet, 'two instances / one instance'), v => v >= 1)
-  add(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, ratio(r.size, `first page at ${LARGE} / first page at ${SMALL}`, 'p50'), v => v <= 2)
-  add(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, ratio(r.size, `random page at ${LARGE} / random page at ${SMALL}`, 'p50'), v => v <= 2)
-  add(`cursor: v2 page ${CURSOR_PAGE} p50 ≤ 1.5× page 1`, ratio(r.cursor, `v2 page ${CURSOR_PAGE} / v2 page 1`, 'p50'), v => v <= 1.5)
+  if (dialect === 'postgres') add(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.7× the minimal pg server`, r.writes, ratio(r.writes, `roja c${CONNECTIONS} / baseline c${CONNECTIONS}`), v => v >= 0.7)
+  add('fleet: two instances\' writes ≥ 1.0× one instance', r.fleet, ratio(r.fleet, 'two instances / one instance'), v => v >= 1)
+  add(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, ratio(r.size, `first page at ${LARGE} / first page at ${SMALL}`, 'p50'), v => v <= 2)
+  add(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, ratio(r.size, `random page at ${LARGE} / random page at ${SMALL}`, 'p50'), v => v <= 2)
+  add(`cursor: v2 page ${CURSOR_PAGE} p50 ≤ 1.5× page 1`, r.cursor, ratio(r.cursor, `v2 page ${CURSOR_PAGE} / v2 page 1`, 'p50'), v => v <= 1.5)
   if (r.startup?.readyMs !== undefined) {
-    add('startup: cold start to ready < 1000 ms', r.startup.readyMs, v => v < 1000, ' ms')
-    add('startup: idle RSS < 120 MB', r.startup.idleRssMiB * 1.048576, v => v < 120, ' MB') // MB of 10^6 bytes: the stricter reading
+    add('startup: cold start to ready < 1000 ms', r.startup, r.startup.readyMs, v => v < 1000, ' ms')
+    add('startup: idle RSS < 120 MB', r.startup, r.startup.idleRssMiB * 1.048576, v => v < 120, ' MB') // MB of 10^6 bytes: the stricter reading
+  }
+  // A group that failed outright has no ratio; say so rather than leave its goals out.
+  for (const name of ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']) {
+    if (r[name]?.error) out.push({ goal: `${name}: its goals`, value: 'the group failed', met: null })
   }
   return out
 }
@@ -627,7 +652,7 @@ function table (dialect: string, r: any): string {
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}`)
   }
   if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)
-  if (VERDICTS) for (const g of goals(dialect, r)) lines.push(`${g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
+  if (VERDICTS) for (const g of goals(dialect, r)) lines.push(`${g.met === null ? 'NO VERDICT' : g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
   else lines.push(`(no verdicts: ${SMOKE ? 'the smoke measures nothing properly' : CPU_PROF ? 'profiling run' : `${RUNS} round(s), verdicts need ≥ 3`})`)
   return lines.join('\n')
 }
