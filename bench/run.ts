@@ -436,21 +436,21 @@ async function benchDialect (dialect: string, dbs: Databases) {
   const down = async (...list: Server[]) => { for (const s of list) { await stop(s); servers.splice(servers.indexOf(s), 1) } }
   const result: Record<string, unknown> = {}
   try {
-    let roja = small ? await up(startRoja('roja', small.url)) : undefined
+    let roja = small ? await up(startRoja(`${dialect}-roja`, small.url)) : undefined
     // A server killed from outside (a busy shared machine) costs one group, not the rest of the dialect.
     const revive = async () => {
       if (!roja || (roja.child.exitCode === null && roja.child.signalCode === null)) return
       servers.splice(servers.indexOf(roja), 1)
-      roja = await up(startRoja('roja', small!.url))
+      roja = await up(startRoja(`${dialect}-roja`, small!.url))
     }
     const data = small ? await sampleData(small.url, small.creators) : undefined
     const tokens = roja && small ? await tokensFor(roja, small.creators) : []
     const bearer = (random: Random) => ({ authorization: `Bearer ${pick(random, tokens)}` })
 
     await guarded('chain', result, revive, async () => {
-      const body = join(TMP, 'version.json')
+      const body = join(TMP, `${dialect}-version.json`)
       writeFileSync(body, (await request(`${roja!.url}/version`)).text)
-      const bare = await up(start('baseline-bare', ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body }, '/version'))
+      const bare = await up(start(`${dialect}-baseline-bare`, ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body }, '/version'))
       const targets: Target[] = [
         { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), roja: true },
         { name: 'bare fastify', urls: [bare.url], request: () => ({ path: '/version' }) }
@@ -460,7 +460,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     await guarded('uncached', result, revive, async () => {
-      const base = await up(startBaseline('baseline', small!.url))
+      const base = await up(startBaseline(`${dialect}-baseline`, small!.url))
       const d = data!
       // Each kind of request as both servers get it; the same PRNG sequence on both sides in a round.
       const kinds: Array<[string, (r: Random) => Req]> = [
@@ -485,7 +485,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     await guarded('writes', result, revive, async () => {
-      const [w, b] = await Promise.all([up(startRoja('roja-writes', dbs.writes!.roja.url)), up(startBaseline('baseline-writes', dbs.writes!.baseline.url))])
+      const [w, b] = await Promise.all([up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url)), up(startBaseline(`${dialect}-baseline-writes`, dbs.writes!.baseline.url))])
       {
         const writeTokens = await tokensFor(w, small!.creators)
         const tag = randomBytes(3).toString('hex')
@@ -513,7 +513,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
 
     await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
-      const [a, b] = await Promise.all([up(startRoja('roja-fleet-a', dbs.fleet!.url)), up(startRoja('roja-fleet-b', dbs.fleet!.url))])
+      const [a, b] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url))])
       {
         const fleetTokens = await tokensFor(a, small!.creators)
         const tag = randomBytes(3).toString('hex')
@@ -536,7 +536,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     if (wanted('size') || wanted('cursor')) {
-      const big = await up(startRoja('roja-large', large!.url))
+      const big = await up(startRoja(`${dialect}-roja-large`, large!.url))
       const randomPage = (r: Random) => ({ path: `/v1/posts?limit=10&offset=${between(r, 1, OFFSETS)}` })
       await guarded('size', result, revive, () => group('size', [
         { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), roja: true },
@@ -561,10 +561,10 @@ async function benchDialect (dialect: string, dbs: Databases) {
     }
 
     await guarded('list', result, revive, async () => {
-      const base = await up(startBaseline('baseline-list', small!.url))
-      const body = join(TMP, 'list-body.json')
+      const base = await up(startBaseline(`${dialect}-baseline-list`, small!.url))
+      const body = join(TMP, `${dialect}-list-body.json`)
       writeFileSync(body, (await request(`${roja!.url}/v1/posts?limit=10`)).text)
-      const http = await up(start('baseline-http', ['--import', 'tsx', 'bench/baseline-http.ts'], { BODY_FILE: body }, '/'))
+      const http = await up(start(`${dialect}-baseline-http`, ['--import', 'tsx', 'bench/baseline-http.ts'], { BODY_FILE: body }, '/'))
       const first = () => ({ path: '/v1/posts?limit=10' })
       try {
         return await group('list', [
@@ -588,7 +588,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       await down(...servers)
       const starts: Array<{ readyMs: number, idleRssMiB: number }> = []
       for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
-        const s = await startRoja('roja-cold', small!.url)
+        const s = await startRoja(`${dialect}-roja-cold`, small!.url)
         await sleep(SMOKE ? 500 : 2000)
         starts.push({ readyMs: s.readyMs, idleRssMiB: rssBytes(s.child.pid!) / 1048576 })
         await stop(s)
@@ -695,9 +695,15 @@ async function main () {
   }))
   const results: Record<string, any> = {}
   try {
-    for (const [i, dialect] of dialects.entries()) {
-      results[dialect] = await benchDialect(dialect, prepared[i])
-      console.log(table(dialect, results[dialect]))
+    if (SMOKE) {
+      // The smoke measures nothing, so both dialects run at once: CI waits half as long for its server starts.
+      const all = await Promise.all(dialects.map((dialect, i) => benchDialect(dialect, prepared[i])))
+      for (const [i, dialect] of dialects.entries()) { results[dialect] = all[i]; console.log(table(dialect, all[i])) }
+    } else {
+      for (const [i, dialect] of dialects.entries()) {
+        results[dialect] = await benchDialect(dialect, prepared[i])
+        console.log(table(dialect, results[dialect]))
+      }
     }
   } finally {
     for (const { small, large, writes, fleet } of prepared) {
