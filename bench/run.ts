@@ -187,13 +187,12 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
   const connections = target.connections ?? CONNECTIONS
   const results = await Promise.all(target.urls.map(async (url, i) => {
     const random = prng(seed * 31 + i)
-    const first = target.request(random)
     return autocannon({
       url,
       connections: Math.max(1, Math.round(connections / target.urls.length)),
       duration,
       method: target.method ?? 'GET',
-      headers: { ...PROTO, ...(first.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: { ...PROTO, ...(target.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
       requests: [{
         setupRequest: (req) => {
           const next = target.request(random)
