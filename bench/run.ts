@@ -425,6 +425,20 @@ async function guarded (name: string, results: Record<string, unknown>, before: 
   }
 }
 
+/** POST /v1/posts: a unique slug per request (a counter), two tags, one of the creators' tokens. */
+function postWriter (tokens: string[], label: string): (r: Random) => Req {
+  const tag = randomBytes(3).toString('hex')
+  let n = 0
+  return (r) => {
+    const i = n++
+    return {
+      path: '/v1/posts',
+      headers: { authorization: `Bearer ${pick(r, tokens)}` },
+      body: JSON.stringify({ type: 'ARTICLE', title: `${label} ${tag} ${i}`, slug: `${label.toLowerCase()}-${tag}-${i}`, body: 'Written by the benchmark.', tags: ['bench', 'load'] })
+    }
+  }
+}
+
 const OFFSETS = Math.max(1, Math.min(300, Math.floor(SMALL * 0.9) - 10))
 
 interface Databases { small?: Database, large?: Database, writes?: { roja: Database, baseline: Database }, fleet?: Database }
@@ -456,8 +470,10 @@ async function benchDialect (dialect: string, dbs: Databases) {
         { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), roja: true },
         { name: 'bare fastify', urls: [bare.url], request: () => ({ path: '/version' }) }
       ]
-      await sameBytes('chain', targets[0], targets[1], 1)
-      try { return await group('chain', targets, [['roja /version', 'bare fastify']]) } finally { await down(bare) }
+      try {
+        await sameBytes('chain', targets[0], targets[1], 1)
+        return await group('chain', targets, [['roja /version', 'bare fastify']])
+      } finally { await down(bare) }
     })
 
     await guarded('uncached', result, revive, async () => {
@@ -479,26 +495,16 @@ async function benchDialect (dialect: string, dbs: Databases) {
         { name: `roja ${kind}`, urls: [roja!.url], request, roja: true },
         { name: `baseline ${kind}`, urls: [base.url], request }
       ])
-      for (let i = 0; i < targets.length; i += 2) await sameBytes(`uncached ${kinds[i / 2][0]}`, targets[i], targets[i + 1], SMOKE ? 5 : 40)
       try {
+        for (let i = 0; i < targets.length; i += 2) await sameBytes(`uncached ${kinds[i / 2][0]}`, targets[i], targets[i + 1], SMOKE ? 5 : 40)
         return await group('uncached', targets, kinds.map(([kind]) => [`roja ${kind}`, `baseline ${kind}`]))
       } finally { await down(base) }
     })
 
     await guarded('writes', result, revive, async () => {
       const [w, b] = await Promise.all([up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url)), up(startBaseline(`${dialect}-baseline-writes`, dbs.writes!.baseline.url))])
-      {
-        const writeTokens = await tokensFor(w, small!.creators)
-        const tag = randomBytes(3).toString('hex')
-        let n = 0
-        const post = (r: Random): Req => {
-          const i = n++
-          return {
-            path: '/v1/posts',
-            headers: { authorization: `Bearer ${pick(r, writeTokens)}` },
-            body: JSON.stringify({ type: 'ARTICLE', title: `Bench ${tag} ${i}`, slug: `bench-${tag}-${i}`, body: 'Written by the benchmark.', tags: ['bench', 'load'] })
-          }
-        }
+      try {
+        const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
         const targets: Target[] = [
           { name: 'roja c1', urls: [w.url], method: 'POST', request: post, connections: 1, roja: true },
           { name: 'baseline c1', urls: [b.url], method: 'POST', request: post, connections: 1 },
@@ -506,34 +512,20 @@ async function benchDialect (dialect: string, dbs: Databases) {
           { name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post }
         ]
         await sameBytes('writes', targets[0], targets[1], 2, written)
-        try {
-          return await group('writes', targets, [['roja c1', 'baseline c1'], [`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`]])
-        } finally { await down(w, b) }
-      }
+        return await group('writes', targets, [['roja c1', 'baseline c1'], [`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`]])
+      } finally { await down(w, b) }
     })
 
     await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
       const [a, b] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url))])
-      {
-        const fleetTokens = await tokensFor(a, small!.creators)
-        const tag = randomBytes(3).toString('hex')
-        let n = 0
-        const post = (r: Random): Req => {
-          const i = n++
-          return {
-            path: '/v1/posts',
-            headers: { authorization: `Bearer ${pick(r, fleetTokens)}` },
-            body: JSON.stringify({ type: 'ARTICLE', title: `Fleet ${tag} ${i}`, slug: `fleet-${tag}-${i}`, body: 'Written by the benchmark.', tags: ['bench', 'load'] })
-          }
-        }
-        try {
-          return await group('fleet', [
-            { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true },
-            { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true }
-          ], [['two instances', 'one instance']])
-        } finally { await down(a, b) }
-      }
+      try {
+        const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
+        return await group('fleet', [
+          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true },
+          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true }
+        ], [['two instances', 'one instance']])
+      } finally { await down(a, b) }
     })
 
     if (wanted('size') || wanted('cursor')) {
