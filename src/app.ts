@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import accept from '../plugins/accept.js'
 import auth from '../plugins/auth.js'
 import config, { type Config } from '../plugins/config.js'
 import contentType from '../plugins/content-type.js'
@@ -32,6 +33,7 @@ export interface AppOptions {
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(config, { config: opts.config })
   await fastify.register(problems)
+  await fastify.register(accept)
   await fastify.register(contentType)
   await fastify.register(security)
   await fastify.register(metrics)
