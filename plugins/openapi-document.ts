@@ -1,4 +1,4 @@
-import { supportedMimeTypes } from 'file-type'
+import { MEDIA_BYTE_TYPES } from '../schemas/media.js'
 import { problems, type ProblemCode } from '../schemas/problems.js'
 import { exampleOf, examplesByStatus, problemExample } from '../schemas/examples.js'
 import type { DeprecationConfig } from './deprecation.js'
@@ -21,10 +21,6 @@ export interface RouteFacts {
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']
 const PROBLEM_TYPE = 'application/problem+json'
 const JSON_TYPE = 'application/json'
-
-/** The media types GET /v1/media/{mediaId} serves bytes as: what file-type can sniff, else text or octets. */
-export const MEDIA_BYTE_TYPES = [...new Set([...supportedMimeTypes, 'text/plain', 'application/octet-stream'])]
-  .filter(type => type !== JSON_TYPE).sort()
 
 /** Input date-times as Roja's validator takes them (its own format `lenient-date-time`), as a standard pattern. */
 const LENIENT_DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:?\\d{2})?$'
@@ -229,6 +225,7 @@ function describeOperation (path: string, method: string, op: Doc, fact: RouteFa
       if (status === '401') headers.push('WWWAuthenticate')
     } else {
       if (response.description === 'Default Response') response.description = successDescription(status, response)
+      concreteByteTypes(response)
       for (const [type, media] of Object.entries<Doc>(response.content ?? {})) {
         const name = String(media.schema?.$ref ?? '').split('/').pop() ?? ''
         if (type === JSON_TYPE) media.example ??= examplesByStatus[name]?.[status] ?? exampleOf(media.schema, components)
@@ -254,6 +251,15 @@ function describeOperation (path: string, method: string, op: Doc, fact: RouteFa
       if (name && HEADERS[name]) usedHeaders.add(name)
     }
   }
+}
+
+/** Bytes served as the file's own type: one entry per type the server can send (never a wildcard). */
+function concreteByteTypes (response: Doc) {
+  const content: Doc | undefined = response.content
+  const bytes = Object.entries<Doc>(content ?? {}).find(([, media]) => media.schema?.format === 'binary')
+  if (!content || !bytes) return
+  for (const [type, media] of Object.entries<Doc>(content)) if (media.schema?.format === 'binary') delete content[type]
+  for (const type of MEDIA_BYTE_TYPES) content[type] = { schema: bytes[1].schema }
 }
 
 function isProblem (response: Doc): boolean {

@@ -1,7 +1,7 @@
 /**
  * Recorded traffic against the exported documents: a session that touches every operation
  * (successes, conditional answers and the error answers: 400, 401, 403, 404, 406, 409, 412, 415,
- * 422, 429) is recorded, then each exchange is checked against the committed openapi/v1.json or
+ * 422, 429, 503) is recorded, then each exchange is checked against the committed openapi/v1.json or
  * v2.json the way a validating proxy would: the operation exists, the status is declared, the
  * media type is declared (the most specific key), the body matches its schema (a standard Ajv
  * 2020 with ajv-formats), required headers are present, every contract header present is
@@ -9,6 +9,7 @@
  * that drifts from the server fails here.
  */
 import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import Ajv2020 from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions } from 'fastify'
@@ -229,6 +230,11 @@ t.test('recorded traffic of every operation matches the exported documents', asy
   const lr = new Recorder(limited)
   await lr.send('GET', '/v1/posts')
   await lr.send('GET', '/v1/posts')
+  // 503: a third app shedding load (a heap ceiling of one byte)
+  const shedding = await build(t, { env: { LOAD_SHEDDING: 'true', MAX_HEAP_BYTES: '1' } })
+  for (let i = 0; i < 400 && !shedding.isUnderPressure(); i++) await sleep(25)
+  const sr = new Recorder(shedding)
+  await sr.send('GET', `/v1/posts/${MISSING}`)
 
   const docs = { v1: load('v1'), v2: load('v2') }
   // Generic error answers for every operation: an unknown query parameter (422), an Accept
@@ -258,7 +264,7 @@ t.test('recorded traffic of every operation matches the exported documents', asy
   const esc = (s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1')
 
   const seen = new Map<string, Set<number>>()
-  for (const x of [...r.exchanges, ...lr.exchanges]) {
+  for (const x of [...r.exchanges, ...lr.exchanges, ...sr.exchanges]) {
     const where = `${x.method} ${x.url} → ${x.status}`
     const found = findOperation(docs, x.method, x.url)
     if (!found) { t.fail(`${where}: no operation in the document`); continue }
@@ -321,8 +327,8 @@ t.test('recorded traffic of every operation matches the exported documents', asy
     }
   }
   // and the statuses a client most needs to see are among them
-  const all = new Set([...r.exchanges, ...lr.exchanges].map(x => x.status))
-  for (const status of [200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 406, 409, 412, 415, 416, 422, 429]) {
+  const all = new Set([...r.exchanges, ...lr.exchanges, ...sr.exchanges].map(x => x.status))
+  for (const status of [200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 406, 409, 412, 415, 416, 422, 429, 503]) {
     t.ok(all.has(status), `a ${status} was replayed`)
   }
 })

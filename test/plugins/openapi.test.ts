@@ -75,6 +75,10 @@ t.test('the document is OpenAPI 3.1 with named components, operationIds and the 
         t.ok([[], [{ bearerAuth: [] }], [{}, { bearerAuth: [] }]].some(s => JSON.stringify(s) === JSON.stringify(op.security)),
           `${where} declares its security: ${JSON.stringify(op.security)}`)
         t.type(op.description, 'string', `${where} has a description`)
+        // a create that replays a retried Idempotency-Key documents the key
+        if (op.responses['201']?.headers?.['Idempotent-Replayed']) {
+          t.ok(op.parameters?.some((p: any) => p.in === 'header' && p.name === 'idempotency-key'), `${where} takes Idempotency-Key`)
+        }
         for (const [status, response] of Object.entries<any>(op.responses)) {
           t.not(response.description, 'Default Response', `${where} ${status} is described`)
           if (Number(status) >= 400 && response.content && !(path === '/health' && status === '503')) {
