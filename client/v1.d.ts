@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness and database check */
+        /**
+         * Liveness and database check
+         * @description Anyone, never rate-limited or shed: whether the server and its database answer (503 when the database does not). Changes nothing.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your alerts */
+        /**
+         * Your alerts
+         * @description Signed-in users: the caller's own alerts (reviews and comments others left on their posts), newest first. Changes nothing.
+         */
         get: operations["listAlerts"];
         put?: never;
         post?: never;
@@ -45,7 +51,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of your alerts */
+        /**
+         * One of your alerts
+         * @description The alert's user only (others 403): one alert. Changes nothing.
+         */
         get: operations["getAlert"];
         put?: never;
         post?: never;
@@ -66,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * E-mail one of your alerts again
-         * @description Queues the alert's e-mail to your current address; `sent_at` changes once it is delivered.
+         * @description The alert's user only (others 403): queues the alert's e-mail again, to the user's current address (202); `sent_at` changes once it is delivered.
          */
         post: operations["resendAlert"];
         delete?: never;
@@ -84,7 +93,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a username and password for a bearer token */
+        /**
+         * Exchange a username and password for a bearer token
+         * @description Anyone with an account: exchanges a username and password for an HS256 bearer token (JSON body, or the RFC 6749 password-grant form). A wrong username or password is 401, a banned user 403. Rate-limited per client and username; the answer is never cached. Changes nothing.
+         */
         post: operations["createToken"];
         delete?: never;
         options?: never;
@@ -99,7 +111,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One chapter */
+        /**
+         * One chapter
+         * @description Anyone for a published course; with a token, its creator for a draft too. One chapter. Changes nothing.
+         */
         get: operations["getChapter"];
         put?: never;
         post?: never;
@@ -116,10 +131,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All classes */
+        /**
+         * All classes
+         * @description Any signed-in active user: every class, filtered by owner or course. Changes nothing.
+         */
         get: operations["listClasses"];
         put?: never;
-        /** Open a class, optionally for one of your courses (creators) */
+        /**
+         * Open a class, optionally for one of your courses (creators)
+         * @description Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's course is 403, an article 422). The caller owns the class.
+         */
         post: operations["createClass"];
         delete?: never;
         options?: never;
@@ -134,7 +155,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One class */
+        /**
+         * One class
+         * @description Any signed-in active user: one class. Changes nothing.
+         */
         get: operations["getClass"];
         put?: never;
         post?: never;
@@ -151,10 +175,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Students of a class (owner); filter sex; limit/offset or page/count */
+        /**
+         * Students of a class (owner); filter sex; limit/offset or page/count
+         * @description The class owner only (others 403): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.
+         */
         get: operations["listStudents"];
         put?: never;
-        /** Add a student to a class (owner) */
+        /**
+         * Add a student to a class (owner)
+         * @description The class owner only: adds a student to the class.
+         */
         post: operations["createStudent"];
         delete?: never;
         options?: never;
@@ -169,7 +199,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One student of a class (owner) */
+        /**
+         * One student of a class (owner)
+         * @description The class owner only: one student of the class. Changes nothing.
+         */
         get: operations["getStudent"];
         put?: never;
         post?: never;
@@ -186,7 +219,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One course, with its number of chapters */
+        /**
+         * One course, with its number of chapters
+         * @description Anyone for a published course; with a token, its creator for a draft too. The course post with its number of chapters. Changes nothing.
+         */
         get: operations["getCourse"];
         put?: never;
         post?: never;
@@ -203,10 +239,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Chapters of a course, in position order */
+        /**
+         * Chapters of a course, in position order
+         * @description Anyone for a published course; with a token, its creator for a draft too. The chapters in position order. Changes nothing.
+         */
         get: operations["listChapters"];
         put?: never;
-        /** Add a chapter at a position, or at the end (course owner) */
+        /**
+         * Add a chapter at a position, or at the end (course owner)
+         * @description The course's owner only: adds a chapter at the given position (later chapters shift down) or at the end.
+         */
         post: operations["createChapter"];
         delete?: never;
         options?: never;
@@ -221,10 +263,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Lessons of a chapter, in position order */
+        /**
+         * Lessons of a chapter, in position order
+         * @description Anyone for a published course; with a token, its creator for a draft too. The lessons of a chapter in position order. Changes nothing.
+         */
         get: operations["listLessons"];
         put?: never;
-        /** Add a lesson at a position, or at the end (course owner) */
+        /**
+         * Add a lesson at a position, or at the end (course owner)
+         * @description The course's owner only: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.
+         */
         post: operations["createLesson"];
         delete?: never;
         options?: never;
@@ -239,7 +287,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A creator's public profile */
+        /**
+         * A creator's public profile
+         * @description Anyone: the public profile of a creator; a profile that is not a creator is 404. Changes nothing.
+         */
         get: operations["getCreator"];
         put?: never;
         post?: never;
@@ -256,7 +307,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A creator's published posts, newest activity first */
+        /**
+         * A creator's published posts, newest activity first
+         * @description Anyone: a creator's published posts, newest activity first. Changes nothing.
+         */
         get: operations["listCreatorPosts"];
         put?: never;
         post?: never;
@@ -273,7 +327,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One lesson (where a new lesson's Location points) */
+        /**
+         * One lesson (where a new lesson's Location points)
+         * @description Anyone for a published course; with a token, its creator for a draft too. One lesson. Changes nothing.
+         */
         get: operations["getLesson"];
         put?: never;
         post?: never;
@@ -292,7 +349,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Upload a file (multipart/form-data, one file field `file`) */
+        /**
+         * Upload a file (multipart/form-data, one file field `file`)
+         * @description Any signed-in active user: uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the size limit 413 and nothing kept. Not idempotent: a retry makes a second media.
+         */
         post: operations["uploadMedia"];
         delete?: never;
         options?: never;
@@ -307,7 +367,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The file (its own type or a wildcard in Accept) or its metadata (application/json) */
+        /**
+         * The file (its own type or a wildcard in Accept) or its metadata (application/json)
+         * @description Anyone (posts and avatars point here). `Accept` picks the representation: the file's own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; anything else is 406. Changes nothing.
+         */
         get: operations["getMedia"];
         put?: never;
         post?: never;
@@ -324,10 +387,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Published posts, newest activity first; filters type, tags (all of), creator_id */
+        /**
+         * Published posts, newest activity first; filters type, tags (all of), creator_id
+         * @description Anyone: published posts (published_at in the past), newest activity first, filtered by type, tags (all of them) and creator. Changes nothing.
+         */
         get: operations["listPosts"];
         put?: never;
-        /** Create a post (active creators) */
+        /**
+         * Create a post (active creators)
+         * @description Active creators: creates a post owned by the caller. The slug is derived from the title when absent (409 when the caller already has it); published_at absent means now, a future time schedules it, null keeps a draft.
+         */
         post: operations["createPost"];
         delete?: never;
         options?: never;
@@ -342,12 +411,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One post; a draft or scheduled post only for its creator (others get 404) */
+        /**
+         * One post; a draft or scheduled post only for its creator (others get 404)
+         * @description Anyone for a published post; with a token, its creator for a draft or scheduled post too (everyone else gets 404). Changes nothing.
+         */
         get: operations["getPost"];
-        /** Replace the writable fields of a post (owner); moves it up the default order */
+        /**
+         * Replace the writable fields of a post (owner); moves it up the default order
+         * @description The post's creator only (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
+         */
         put: operations["updatePost"];
         post?: never;
-        /** Delete a post with its reviews and comments (owner) */
+        /**
+         * Delete a post with its reviews and comments (owner)
+         * @description The post's creator only (others 403): deletes the post with its reviews and comments. A stale If-Match is 412 and changes nothing.
+         */
         delete: operations["deletePost"];
         options?: never;
         head?: never;
@@ -361,10 +439,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The comments of a post, oldest first */
+        /**
+         * The comments of a post, oldest first
+         * @description Anyone for a published post; with a token, the creator of a draft too. The comments of a post, oldest first. Changes nothing.
+         */
         get: operations["listComments"];
         put?: never;
-        /** Comment on a post (any active user); alerts the post's creator */
+        /**
+         * Comment on a post (any active user); alerts the post's creator
+         * @description Any signed-in active user: adds a comment and alerts the post's creator (an alert and an e-mail) unless the author is the creator.
+         */
         post: operations["createComment"];
         delete?: never;
         options?: never;
@@ -379,12 +463,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One comment of a post */
+        /**
+         * One comment of a post
+         * @description Anyone for a published post; with a token, the creator of a draft too. One comment. Changes nothing.
+         */
         get: operations["getComment"];
-        /** Replace the text of a comment (author) */
+        /**
+         * Replace the text of a comment (author)
+         * @description The comment's author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.
+         */
         put: operations["updateComment"];
         post?: never;
-        /** Delete a comment (author) */
+        /**
+         * Delete a comment (author)
+         * @description The comment's author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.
+         */
         delete: operations["deleteComment"];
         options?: never;
         head?: never;
@@ -398,10 +491,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The reviews of a post, newest first; filter rating */
+        /**
+         * The reviews of a post, newest first; filter rating
+         * @description Anyone for a published post; with a token, the creator of a draft too. The reviews of a post, newest first. Changes nothing.
+         */
         get: operations["listReviews"];
         put?: never;
-        /** Review a post (any active user, once per post); alerts the post's creator */
+        /**
+         * Review a post (any active user, once per post); alerts the post's creator
+         * @description Any signed-in active user, once per post (409 on a second): adds a review and alerts the post's creator (an alert and an e-mail) unless the reviewer is the creator.
+         */
         post: operations["createReview"];
         delete?: never;
         options?: never;
@@ -416,7 +515,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One review of a post (where a created review's Location points) */
+        /**
+         * One review of a post (where a created review's Location points)
+         * @description Anyone for a published post; with a token, the creator of a draft too. One review. Changes nothing.
+         */
         get: operations["getReview"];
         put?: never;
         post?: never;
@@ -435,7 +537,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign up: create a user and its profile */
+        /**
+         * Sign up: create a user and its profile
+         * @description Anyone: signs up, creating a user and its profile (the profile id is the user id). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.
+         */
         post: operations["createProfile"];
         delete?: never;
         options?: never;
@@ -450,9 +555,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's own profile, with the e-mail address */
+        /**
+         * The caller's own profile, with the e-mail address
+         * @description Signed-in users: the caller's own profile, with the e-mail address. Changes nothing.
+         */
         get: operations["getMyProfile"];
-        /** Replace the writable fields of the caller's profile */
+        /**
+         * Replace the writable fields of the caller's profile
+         * @description Signed-in users: replaces the writable fields of the caller's own profile (an absent field becomes null); username, e-mail and password do not change here. A stale If-Match is 412.
+         */
         put: operations["updateMyProfile"];
         post?: never;
         delete?: never;
@@ -468,7 +579,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A public profile */
+        /**
+         * A public profile
+         * @description Anyone: a public profile, never with e-mail or password data. Changes nothing.
+         */
         get: operations["getProfile"];
         put?: never;
         post?: never;
@@ -485,10 +599,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All shops */
+        /**
+         * All shops
+         * @description Anyone: every shop, filtered by owner. Changes nothing.
+         */
         get: operations["listShops"];
         put?: never;
-        /** Open a shop (creators) */
+        /**
+         * Open a shop (creators)
+         * @description Active creators: opens a shop owned by the caller.
+         */
         post: operations["createShop"];
         delete?: never;
         options?: never;
@@ -503,12 +623,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One shop */
+        /**
+         * One shop
+         * @description Anyone: one shop. Changes nothing.
+         */
         get: operations["getShop"];
-        /** Replace a shop's writable fields (owner) */
+        /**
+         * Replace a shop's writable fields (owner)
+         * @description The shop's owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.
+         */
         put: operations["updateShop"];
         post?: never;
-        /** Close a shop and remove its products (owner) */
+        /**
+         * Close a shop and remove its products (owner)
+         * @description The shop's owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.
+         */
         delete: operations["deleteShop"];
         options?: never;
         head?: never;
@@ -522,10 +651,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The products of a shop */
+        /**
+         * The products of a shop
+         * @description Anyone: the products of a shop, filtered by currency and price. Changes nothing.
+         */
         get: operations["listProducts"];
         put?: never;
-        /** Add a product to a shop (owner) */
+        /**
+         * Add a product to a shop (owner)
+         * @description The shop's owner only: adds a product to the shop.
+         */
         post: operations["createProduct"];
         delete?: never;
         options?: never;
@@ -540,12 +675,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One product of a shop */
+        /**
+         * One product of a shop
+         * @description Anyone: one product of a shop. Changes nothing.
+         */
         get: operations["getProduct"];
-        /** Replace a product's writable fields (shop owner) */
+        /**
+         * Replace a product's writable fields (shop owner)
+         * @description The shop's owner only: replaces the product's writable fields. A stale If-Match is 412 and changes nothing.
+         */
         put: operations["updateProduct"];
         post?: never;
-        /** Remove a product (shop owner) */
+        /**
+         * Remove a product (shop owner)
+         * @description The shop's owner only: removes the product. A stale If-Match is 412 and changes nothing.
+         */
         delete: operations["deleteProduct"];
         options?: never;
         head?: never;
@@ -559,7 +703,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's own posts, drafts and scheduled ones too */
+        /**
+         * The caller's own posts, drafts and scheduled ones too
+         * @description Signed-in users: all of the caller's own posts, drafts and scheduled ones included, with the same filters and sorts as /v1/posts. Changes nothing.
+         */
         get: operations["listMyPosts"];
         put?: never;
         post?: never;
@@ -580,7 +727,7 @@ export interface paths {
         put?: never;
         /**
          * E-mail yourself your account summary
-         * @description Answers at once; the e-mail is delivered afterwards by the outbox worker.
+         * @description The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards.
          */
         post: operations["sendAccountSummary"];
         delete?: never;
@@ -596,7 +743,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of the caller's own posts; queues an e-mail about it to the caller */
+        /**
+         * One of the caller's own posts; queues an e-mail about it to the caller
+         * @description The caller only (userId must be the caller, else 403), an active creator, and the post's owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too).
+         */
         get: operations["getUserPost"];
         put?: never;
         post?: never;
@@ -613,7 +763,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Server and API versions */
+        /**
+         * Server and API versions
+         * @description Anyone: the server's version, the API versions it serves and the deployed commit. Changes nothing.
+         */
         get: operations["getVersion"];
         put?: never;
         post?: never;
@@ -913,7 +1066,7 @@ export interface components {
             /** @description bytes */
             size: number;
             /**
-             * Format: media-url
+             * Format: uri
              * @description where the file is served: MEDIA_PUBLIC_URL/v1/media/{id}, never with a file extension
              * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
@@ -1004,13 +1157,12 @@ export interface components {
         PostCreate: {
             body?: string;
             /**
-             * Format: media-url
+             * Format: uri
              * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
              * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             media_url?: string | null;
             /**
-             * Format: lenient-date-time
              * @description absent: now (on PUT: unchanged); a future time schedules the post; null keeps it a draft
              * @example 2026-11-21T09:30:00Z
              */
@@ -1037,13 +1189,12 @@ export interface components {
         PostUpdate: {
             body?: string;
             /**
-             * Format: media-url
+             * Format: uri
              * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
              * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
             media_url?: string | null;
             /**
-             * Format: lenient-date-time
              * @description absent: now (on PUT: unchanged); a future time schedules the post; null keeps it a draft
              * @example 2026-11-21T09:30:00Z
              */
@@ -1197,7 +1348,7 @@ export interface components {
         ProfileUpdate: {
             age?: number | null;
             /**
-             * Format: media-url
+             * Format: uri
              * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
              * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
              */
@@ -1400,7 +1551,63 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Byte ranges of the file can be asked for with `Range`.
+         * @example bytes
+         */
+        AcceptRanges: "bytes";
+        /**
+         * @description The byte range sent and the size of the whole file; on a 416, `*` and the size.
+         * @example bytes 0-99/2048
+         */
+        ContentRange: string;
+        /**
+         * @description Strong validator of this representation: send it back as `If-None-Match` (304 while current) or `If-Match` (412 when stale).
+         * @example "2c8f5b7e4a1d9c3f6e0b8a7d5c4e3f2a"
+         */
+        ETag: string;
+        /**
+         * @description `true` when this answer is the stored one of an earlier request with the same `Idempotency-Key` and body (nothing new was created).
+         * @example true
+         */
+        IdempotentReplayed: "true";
+        /**
+         * @description RFC 8288 links: `next`, `prev` and `first` pages of a list where they exist (other query parameters kept); `successor-version` on a deprecated route.
+         * @example </v1/posts?limit=10&offset=20>; rel="next", </v1/posts?limit=10&offset=0>; rel="prev", </v1/posts?limit=10&offset=0>; rel="first"
+         */
+        Link: string;
+        /**
+         * @description Path of the resource this request created.
+         * @example /v1/posts/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+         */
+        Location: string;
+        /**
+         * @description Requests allowed per window for this client.
+         * @example 300
+         */
+        RateLimitLimit: string;
+        /**
+         * @description Requests left in the current window.
+         * @example 297
+         */
+        RateLimitRemaining: string;
+        /**
+         * @description Seconds until the window starts again.
+         * @example 42
+         */
+        RateLimitReset: string;
+        /**
+         * @description Seconds to wait before trying again.
+         * @example 5
+         */
+        RetryAfter: string;
+        /**
+         * @description The scheme to authenticate with: `Bearer`.
+         * @example Bearer
+         */
+        WWWAuthenticate: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1414,39 +1621,64 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Health */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checks": {
+                     *         "database": "ok"
+                     *       },
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Default Response */
+            /** @description 503: Health */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checks": {
+                     *         "database": "unavailable"
+                     *       },
+                     *       "status": "unavailable"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -1461,9 +1693,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at; default: -created_at
-                 * @example -created_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at")[];
                 /** @description what happened on your post */
                 kind?: "review" | "comment";
             };
@@ -1473,67 +1707,119 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: AlertList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "alerts": [
+                     *         {
+                     *           "created_at": "2026-11-22T14:05:00+0000",
+                     *           "id": "9e1b3d5f-7a9c-4e1b-8d5f-7a9c1e3b5d7f",
+                     *           "kind": "review",
+                     *           "message": "grace_hopper left a review on your post \"Notes on the Analytical Engine\"",
+                     *           "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "sent_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["AlertList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1541,7 +1827,10 @@ export interface operations {
     getAlert: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -1553,83 +1842,137 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Alert */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "9e1b3d5f-7a9c-4e1b-8d5f-7a9c1e3b5d7f",
+                     *       "kind": "review",
+                     *       "message": "grace_hopper left a review on your post \"Notes on the Analytical Engine\"",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "sent_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Alert"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description AlertNotFound */
+            /** @description `AlertNotFound`: Alert not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1649,94 +1992,144 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: Queued */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "queued"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Queued"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description AlertNotFound */
+            /** @description `AlertNotFound`: Alert not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1750,90 +2143,152 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse battery staple",
+                 *       "username": "ada_lovelace"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TokenRequest"];
+                /**
+                 * @example {
+                 *       "grant_type": "password",
+                 *       "password": "correct horse battery staple",
+                 *       "username": "ada_lovelace"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": components["schemas"]["TokenForm"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: TokenResponse */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpZCI6ImIzZTFjN2EyLTVkNGYtNGU4YS05YzFiLTJmNmQ4ZTBhNGMxNyIsImlhdCI6MTc2NDMyMzAwMCwiZXhwIjoxNzY0MzI2NjAwfQ.Lq3n6W5v2m0ZVQ7xk4bJ0s1p9cHh8eYtRr2uF3dGk0A",
+                     *       "expires_in": 3600,
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1841,7 +2296,10 @@ export interface operations {
     getChapter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -1853,83 +2311,137 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Chapter */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "position": 1,
+                     *       "title": "Operation cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Chapter"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ChapterNotFound */
+            /** @description `ChapterNotFound`: Chapter not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1943,9 +2455,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: name, starts_date, created_at; default: -created_at
-                 * @example -name,starts_date
+                 * @example [
+                 *       "-name"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("name" | "-name" | "starts_date" | "-starts_date" | "created_at" | "-created_at")[];
                 /**
                  * @description UUIDv4
                  * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
@@ -1963,67 +2477,125 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: ClassList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "classes": [
+                     *         {
+                     *           "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *           "name": "Engine programming, winter group",
+                     *           "owner": {
+                     *             "first_name": "Ada",
+                     *             "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *             "last_name": "Lovelace",
+                     *             "username": "ada_lovelace"
+                     *           },
+                     *           "starts_date": "2027-01-11",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClassList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2040,98 +2612,168 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                 *       "name": "Engine programming, winter group",
+                 *       "starts_date": "2027-01-11"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClassCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Class, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "name": "Engine programming, winter group",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "starts_date": "2027-01-11",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Class"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotCreator | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotCreator`: User is not a creator; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2139,7 +2781,10 @@ export interface operations {
     getClass: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -2151,83 +2796,143 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Class */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "name": "Engine programming, winter group",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "starts_date": "2027-01-11",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Class"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ClassNotFound */
+            /** @description `ClassNotFound`: Class not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2241,9 +2946,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: first_name, last_name, created_at; default: created_at
-                 * @example -first_name,last_name
+                 * @example [
+                 *       "-first_name"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("first_name" | "-first_name" | "last_name" | "-last_name" | "created_at" | "-created_at")[];
                 /** @description F, M or X */
                 sex?: "F" | "M" | "X";
                 /** @description 1-based page number; not with limit/offset */
@@ -2263,76 +2970,133 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: StudentList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "students": [
+                     *         {
+                     *           "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "email": "mary@example.com",
+                     *           "first_name": "Mary",
+                     *           "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
+                     *           "last_name": "Somerville",
+                     *           "sex": "F",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["StudentList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ClassNotFound */
+            /** @description `ClassNotFound`: Class not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2355,107 +3119,177 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "mary@example.com",
+                 *       "first_name": "Mary",
+                 *       "last_name": "Somerville",
+                 *       "sex": "F"
+                 *     }
+                 */
                 "application/json": components["schemas"]["StudentCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Student, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "mary@example.com",
+                     *       "first_name": "Mary",
+                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
+                     *       "last_name": "Somerville",
+                     *       "sex": "F",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Student"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ClassNotFound */
+            /** @description `ClassNotFound`: Class not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2463,7 +3297,10 @@ export interface operations {
     getStudent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -2480,83 +3317,139 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Student */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "mary@example.com",
+                     *       "first_name": "Mary",
+                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
+                     *       "last_name": "Somerville",
+                     *       "sex": "F",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Student"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ClassNotFound | StudentNotFound */
+            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2564,7 +3457,10 @@ export interface operations {
     getCourse: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -2576,83 +3472,150 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Course */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "chapters_count": 3,
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "programming-the-engine",
+                     *       "tags": [
+                     *         "course"
+                     *       ],
+                     *       "title": "Programming the Engine",
+                     *       "type": "COURSE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Course"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description CourseNotFound */
+            /** @description `CourseNotFound`: Course not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2666,9 +3629,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
-                 * @example -position,title
+                 * @example [
+                 *       "-position"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("position" | "-position" | "title" | "-title" | "created_at" | "-created_at")[];
             };
             header?: never;
             path: {
@@ -2682,76 +3647,131 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: ChapterList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "chapters": [
+                     *         {
+                     *           "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *           "position": 1,
+                     *           "title": "Operation cards",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChapterList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description CourseNotFound */
+            /** @description `CourseNotFound`: Course not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2774,107 +3794,173 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "position": 1,
+                 *       "title": "Operation cards"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChapterCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Chapter, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "position": 1,
+                     *       "title": "Operation cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Chapter"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description CourseNotFound */
+            /** @description `CourseNotFound`: Course not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2888,9 +3974,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
-                 * @example -position,title
+                 * @example [
+                 *       "-position"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("position" | "-position" | "title" | "-title" | "created_at" | "-created_at")[];
             };
             header?: never;
             path: {
@@ -2909,76 +3997,132 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: LessonList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "lessons": [
+                     *         {
+                     *           "body": "A card that backs the chain repeats a set of operations.",
+                     *           "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
+                     *           "position": 2,
+                     *           "title": "Loops with the Jacquard cards",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["LessonList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description CourseNotFound | ChapterNotFound */
+            /** @description `CourseNotFound`: Course not found; `ChapterNotFound`: Chapter not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3006,107 +4150,174 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "body": "A card that backs the chain repeats a set of operations.",
+                 *       "title": "Loops with the Jacquard cards"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LessonCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Lesson, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "A card that backs the chain repeats a set of operations.",
+                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
+                     *       "position": 2,
+                     *       "title": "Loops with the Jacquard cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Lesson"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description CourseNotFound | ChapterNotFound */
+            /** @description `CourseNotFound`: Course not found; `ChapterNotFound`: Chapter not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3114,7 +4325,10 @@ export interface operations {
     getCreator: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -3126,65 +4340,117 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Profile */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Profile"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ProfileNotFound | ProfileNotCreator */
+            /** @description `ProfileNotFound`: Profile not found; `ProfileNotCreator`: Profile is not a creator */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3198,9 +4464,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
-                 * @example -created_at,updated_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at" | "published_at" | "-published_at" | "title" | "-title")[];
                 /** @example ARTICLE */
                 type?: "ARTICLE" | "COURSE";
                 /**
@@ -3221,58 +4489,119 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: PostList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "posts": [
+                     *         {
+                     *           "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "creator": {
+                     *             "first_name": "Ada",
+                     *             "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *             "last_name": "Lovelace",
+                     *             "username": "ada_lovelace"
+                     *           },
+                     *           "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *           "published_at": "2026-11-21T09:30:00+0000",
+                     *           "slug": "notes-on-the-analytical-engine",
+                     *           "tags": [
+                     *             "computing",
+                     *             "history"
+                     *           ],
+                     *           "title": "Notes on the Analytical Engine",
+                     *           "type": "ARTICLE",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ProfileNotFound | ProfileNotCreator */
+            /** @description `ProfileNotFound`: Profile not found; `ProfileNotCreator`: Profile is not a creator */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3280,7 +4609,10 @@ export interface operations {
     getLesson: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -3292,83 +4624,138 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Lesson */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "A card that backs the chain repeats a set of operations.",
+                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
+                     *       "position": 2,
+                     *       "title": "Loops with the Jacquard cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Lesson"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description LessonNotFound */
+            /** @description `LessonNotFound`: Lesson not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3382,6 +4769,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file": "Notes on the Analytical Engine, chapter 1\n"
+                 *     }
+                 */
                 "multipart/form-data": {
                     /**
                      * Format: binary
@@ -3392,85 +4784,138 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Media, at the path in `Location` */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "content_type": "image/png",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "sha256": "9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f",
+                     *       "size": 48213,
+                     *       "url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Media"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3479,12 +4924,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description the file's own type or a wildcard covering it gives the bytes; application/json the metadata; anything else 406 */
-                accept?: string;
                 /** @description one byte range (bytes=0-99, bytes=-100, bytes=100-); several ranges are answered with the whole file */
                 range?: string;
                 /** @description the ETag the Range is based on; a stale one gets the whole file */
                 "if-range"?: string;
+                /** @description an ETag from an earlier answer: while it is current, the answer is 304 with no body */
                 "if-none-match"?: string;
             };
             path: {
@@ -3498,93 +4942,497 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the bytes, or the metadata */
+            /** @description The metadata (application/json), or the file's bytes as its own media type */
             200: {
                 headers: {
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "*/*": string;
+                    "application/avro": string;
+                    "application/dicom": string;
+                    "application/eps": string;
+                    "application/epub+zip": string;
+                    "application/gzip": string;
+                    "application/java-archive": string;
+                    "application/java-vm": string;
+                    /**
+                     * @example {
+                     *       "content_type": "image/png",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "sha256": "9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f",
+                     *       "size": 48213,
+                     *       "url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Media"];
+                    "application/mxf": string;
+                    "application/octet-stream": string;
+                    "application/ogg": string;
+                    "application/pdf": string;
+                    "application/pgp-encrypted": string;
+                    "application/postscript": string;
+                    "application/rtf": string;
+                    "application/vnd.android.package-archive": string;
+                    "application/vnd.apache.arrow.file": string;
+                    "application/vnd.apache.parquet": string;
+                    "application/vnd.google.draco": string;
+                    "application/vnd.iccprofile": string;
+                    "application/vnd.ms-asf": string;
+                    "application/vnd.ms-cab-compressed": string;
+                    "application/vnd.ms-excel.sheet.macroenabled.12": string;
+                    "application/vnd.ms-excel.template.macroenabled.12": string;
+                    "application/vnd.ms-fontobject": string;
+                    "application/vnd.ms-htmlhelp": string;
+                    "application/vnd.ms-outlook": string;
+                    "application/vnd.ms-powerpoint.presentation.macroenabled.12": string;
+                    "application/vnd.ms-powerpoint.slideshow.macroenabled.12": string;
+                    "application/vnd.ms-powerpoint.template.macroenabled.12": string;
+                    "application/vnd.ms-word.document.macroenabled.12": string;
+                    "application/vnd.ms-word.template.macroenabled.12": string;
+                    "application/vnd.oasis.opendocument.graphics": string;
+                    "application/vnd.oasis.opendocument.graphics-template": string;
+                    "application/vnd.oasis.opendocument.presentation": string;
+                    "application/vnd.oasis.opendocument.presentation-template": string;
+                    "application/vnd.oasis.opendocument.spreadsheet": string;
+                    "application/vnd.oasis.opendocument.spreadsheet-template": string;
+                    "application/vnd.oasis.opendocument.text": string;
+                    "application/vnd.oasis.opendocument.text-template": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.presentation": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.slideshow": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.template": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.template": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.template": string;
+                    "application/vnd.rn-realmedia": string;
+                    "application/vnd.sketchup.skp": string;
+                    "application/vnd.tcpdump.pcap": string;
+                    "application/vnd.visio": string;
+                    "application/wasm": string;
+                    "application/x-7z-compressed": string;
+                    "application/x-ace-compressed": string;
+                    "application/x-apple-diskimage": string;
+                    "application/x-arj": string;
+                    "application/x-asar": string;
+                    "application/x-blender": string;
+                    "application/x-bzip2": string;
+                    "application/x-cfb": string;
+                    "application/x-compress": string;
+                    "application/x-cpio": string;
+                    "application/x-deb": string;
+                    "application/x-elf": string;
+                    "application/x-esri-shape": string;
+                    "application/x-ft-windows-registry-hive": string;
+                    "application/x-google-chrome-extension": string;
+                    "application/x-indesign": string;
+                    "application/x-jmp-data": string;
+                    "application/x-lz4": string;
+                    "application/x-lzh-compressed": string;
+                    "application/x-lzip": string;
+                    "application/x-mach-binary": string;
+                    "application/x-mie": string;
+                    "application/x-mobipocket-ebook": string;
+                    "application/x-ms-regedit": string;
+                    "application/x-msdownload": string;
+                    "application/x-nintendo-nes-rom": string;
+                    "application/x-rar-compressed": string;
+                    "application/x-rpm": string;
+                    "application/x-shockwave-flash": string;
+                    "application/x-spss-sav": string;
+                    "application/x-sqlite3": string;
+                    "application/x-tar": string;
+                    "application/x-unix-archive": string;
+                    "application/x-xpinstall": string;
+                    "application/x-xz": string;
+                    "application/x.apple.alias": string;
+                    "application/x.autodesk.fbx": string;
+                    "application/x.ms.shortcut": string;
+                    "application/xml": string;
+                    "application/zip": string;
+                    "application/zstd": string;
+                    "audio/aac": string;
+                    "audio/aiff": string;
+                    "audio/amr": string;
+                    "audio/ape": string;
+                    "audio/flac": string;
+                    "audio/midi": string;
+                    "audio/mp4": string;
+                    "audio/mpeg": string;
+                    "audio/ogg": string;
+                    "audio/ogg; codecs=opus": string;
+                    "audio/qcelp": string;
+                    "audio/vnd.dolby.dd-raw": string;
+                    "audio/wav": string;
+                    "audio/wavpack": string;
+                    "audio/x-dsf": string;
+                    "audio/x-it": string;
+                    "audio/x-m4a": string;
+                    "audio/x-ms-asf": string;
+                    "audio/x-musepack": string;
+                    "audio/x-s3m": string;
+                    "audio/x-voc": string;
+                    "audio/x-xm": string;
+                    "font/collection": string;
+                    "font/otf": string;
+                    "font/ttf": string;
+                    "font/woff": string;
+                    "font/woff2": string;
+                    "image/apng": string;
+                    "image/avif": string;
+                    "image/bmp": string;
+                    "image/bpg": string;
+                    "image/flif": string;
+                    "image/gif": string;
+                    "image/heic": string;
+                    "image/heic-sequence": string;
+                    "image/heif": string;
+                    "image/heif-sequence": string;
+                    "image/icns": string;
+                    "image/j2c": string;
+                    "image/jls": string;
+                    "image/jp2": string;
+                    "image/jpeg": string;
+                    "image/jpm": string;
+                    "image/jpx": string;
+                    "image/jxl": string;
+                    "image/ktx": string;
+                    "image/mj2": string;
+                    "image/png": string;
+                    "image/tiff": string;
+                    "image/vnd.adobe.photoshop": string;
+                    "image/vnd.dwg": string;
+                    "image/vnd.ms-photo": string;
+                    "image/webp": string;
+                    "image/x-adobe-dng": string;
+                    "image/x-canon-cr2": string;
+                    "image/x-canon-cr3": string;
+                    "image/x-fujifilm-raf": string;
+                    "image/x-icon": string;
+                    "image/x-nikon-nef": string;
+                    "image/x-olympus-orf": string;
+                    "image/x-panasonic-rw2": string;
+                    "image/x-sony-arw": string;
+                    "image/x-xcf": string;
+                    "model/3mf": string;
+                    "model/gltf-binary": string;
+                    "model/stl": string;
+                    "text/calendar": string;
+                    "text/plain": string;
+                    "text/vcard": string;
+                    "text/vtt": string;
+                    "video/3gpp": string;
+                    "video/3gpp2": string;
+                    "video/MP1S": string;
+                    "video/MP2P": string;
+                    "video/matroska": string;
+                    "video/mp2t": string;
+                    "video/mp4": string;
+                    "video/mpeg": string;
+                    "video/ogg": string;
+                    "video/quicktime": string;
+                    "video/vnd.avi": string;
+                    "video/webm": string;
+                    "video/x-flv": string;
+                    "video/x-m4v": string;
+                    "video/x-ms-asf": string;
                 };
             };
-            /** @description one byte range of the file (Content-Range) */
+            /** @description One byte range of the file (see Content-Range), as its own media type */
             206: {
                 headers: {
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    "Content-Range": components["headers"]["ContentRange"];
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "*/*": string;
+                    "application/avro": string;
+                    "application/dicom": string;
+                    "application/eps": string;
+                    "application/epub+zip": string;
+                    "application/gzip": string;
+                    "application/java-archive": string;
+                    "application/java-vm": string;
+                    "application/mxf": string;
+                    "application/octet-stream": string;
+                    "application/ogg": string;
+                    "application/pdf": string;
+                    "application/pgp-encrypted": string;
+                    "application/postscript": string;
+                    "application/rtf": string;
+                    "application/vnd.android.package-archive": string;
+                    "application/vnd.apache.arrow.file": string;
+                    "application/vnd.apache.parquet": string;
+                    "application/vnd.google.draco": string;
+                    "application/vnd.iccprofile": string;
+                    "application/vnd.ms-asf": string;
+                    "application/vnd.ms-cab-compressed": string;
+                    "application/vnd.ms-excel.sheet.macroenabled.12": string;
+                    "application/vnd.ms-excel.template.macroenabled.12": string;
+                    "application/vnd.ms-fontobject": string;
+                    "application/vnd.ms-htmlhelp": string;
+                    "application/vnd.ms-outlook": string;
+                    "application/vnd.ms-powerpoint.presentation.macroenabled.12": string;
+                    "application/vnd.ms-powerpoint.slideshow.macroenabled.12": string;
+                    "application/vnd.ms-powerpoint.template.macroenabled.12": string;
+                    "application/vnd.ms-word.document.macroenabled.12": string;
+                    "application/vnd.ms-word.template.macroenabled.12": string;
+                    "application/vnd.oasis.opendocument.graphics": string;
+                    "application/vnd.oasis.opendocument.graphics-template": string;
+                    "application/vnd.oasis.opendocument.presentation": string;
+                    "application/vnd.oasis.opendocument.presentation-template": string;
+                    "application/vnd.oasis.opendocument.spreadsheet": string;
+                    "application/vnd.oasis.opendocument.spreadsheet-template": string;
+                    "application/vnd.oasis.opendocument.text": string;
+                    "application/vnd.oasis.opendocument.text-template": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.presentation": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.slideshow": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.template": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.template": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.template": string;
+                    "application/vnd.rn-realmedia": string;
+                    "application/vnd.sketchup.skp": string;
+                    "application/vnd.tcpdump.pcap": string;
+                    "application/vnd.visio": string;
+                    "application/wasm": string;
+                    "application/x-7z-compressed": string;
+                    "application/x-ace-compressed": string;
+                    "application/x-apple-diskimage": string;
+                    "application/x-arj": string;
+                    "application/x-asar": string;
+                    "application/x-blender": string;
+                    "application/x-bzip2": string;
+                    "application/x-cfb": string;
+                    "application/x-compress": string;
+                    "application/x-cpio": string;
+                    "application/x-deb": string;
+                    "application/x-elf": string;
+                    "application/x-esri-shape": string;
+                    "application/x-ft-windows-registry-hive": string;
+                    "application/x-google-chrome-extension": string;
+                    "application/x-indesign": string;
+                    "application/x-jmp-data": string;
+                    "application/x-lz4": string;
+                    "application/x-lzh-compressed": string;
+                    "application/x-lzip": string;
+                    "application/x-mach-binary": string;
+                    "application/x-mie": string;
+                    "application/x-mobipocket-ebook": string;
+                    "application/x-ms-regedit": string;
+                    "application/x-msdownload": string;
+                    "application/x-nintendo-nes-rom": string;
+                    "application/x-rar-compressed": string;
+                    "application/x-rpm": string;
+                    "application/x-shockwave-flash": string;
+                    "application/x-spss-sav": string;
+                    "application/x-sqlite3": string;
+                    "application/x-tar": string;
+                    "application/x-unix-archive": string;
+                    "application/x-xpinstall": string;
+                    "application/x-xz": string;
+                    "application/x.apple.alias": string;
+                    "application/x.autodesk.fbx": string;
+                    "application/x.ms.shortcut": string;
+                    "application/xml": string;
+                    "application/zip": string;
+                    "application/zstd": string;
+                    "audio/aac": string;
+                    "audio/aiff": string;
+                    "audio/amr": string;
+                    "audio/ape": string;
+                    "audio/flac": string;
+                    "audio/midi": string;
+                    "audio/mp4": string;
+                    "audio/mpeg": string;
+                    "audio/ogg": string;
+                    "audio/ogg; codecs=opus": string;
+                    "audio/qcelp": string;
+                    "audio/vnd.dolby.dd-raw": string;
+                    "audio/wav": string;
+                    "audio/wavpack": string;
+                    "audio/x-dsf": string;
+                    "audio/x-it": string;
+                    "audio/x-m4a": string;
+                    "audio/x-ms-asf": string;
+                    "audio/x-musepack": string;
+                    "audio/x-s3m": string;
+                    "audio/x-voc": string;
+                    "audio/x-xm": string;
+                    "font/collection": string;
+                    "font/otf": string;
+                    "font/ttf": string;
+                    "font/woff": string;
+                    "font/woff2": string;
+                    "image/apng": string;
+                    "image/avif": string;
+                    "image/bmp": string;
+                    "image/bpg": string;
+                    "image/flif": string;
+                    "image/gif": string;
+                    "image/heic": string;
+                    "image/heic-sequence": string;
+                    "image/heif": string;
+                    "image/heif-sequence": string;
+                    "image/icns": string;
+                    "image/j2c": string;
+                    "image/jls": string;
+                    "image/jp2": string;
+                    "image/jpeg": string;
+                    "image/jpm": string;
+                    "image/jpx": string;
+                    "image/jxl": string;
+                    "image/ktx": string;
+                    "image/mj2": string;
+                    "image/png": string;
+                    "image/tiff": string;
+                    "image/vnd.adobe.photoshop": string;
+                    "image/vnd.dwg": string;
+                    "image/vnd.ms-photo": string;
+                    "image/webp": string;
+                    "image/x-adobe-dng": string;
+                    "image/x-canon-cr2": string;
+                    "image/x-canon-cr3": string;
+                    "image/x-fujifilm-raf": string;
+                    "image/x-icon": string;
+                    "image/x-nikon-nef": string;
+                    "image/x-olympus-orf": string;
+                    "image/x-panasonic-rw2": string;
+                    "image/x-sony-arw": string;
+                    "image/x-xcf": string;
+                    "model/3mf": string;
+                    "model/gltf-binary": string;
+                    "model/stl": string;
+                    "text/calendar": string;
+                    "text/plain": string;
+                    "text/vcard": string;
+                    "text/vtt": string;
+                    "video/3gpp": string;
+                    "video/3gpp2": string;
+                    "video/MP1S": string;
+                    "video/MP2P": string;
+                    "video/matroska": string;
+                    "video/mp2t": string;
+                    "video/mp4": string;
+                    "video/mpeg": string;
+                    "video/ogg": string;
+                    "video/quicktime": string;
+                    "video/vnd.avi": string;
+                    "video/webm": string;
+                    "video/x-flv": string;
+                    "video/x-m4v": string;
+                    "video/x-ms-asf": string;
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description MediaNotFound */
+            /** @description `MediaNotFound`: Media not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAcceptable */
+            /** @description `NotAcceptable`: Not acceptable */
             406: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RangeNotSatisfiable */
+            /** @description `RangeNotSatisfiable`: Range not satisfiable */
             416: {
                 headers: {
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    "Content-Range": components["headers"]["ContentRange"];
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3598,9 +5446,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
-                 * @example -created_at,updated_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at" | "published_at" | "-published_at" | "title" | "-title")[];
                 /** @example ARTICLE */
                 type?: "ARTICLE" | "COURSE";
                 /**
@@ -3620,49 +5470,107 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: PostList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "posts": [
+                     *         {
+                     *           "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "creator": {
+                     *             "first_name": "Ada",
+                     *             "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *             "last_name": "Lovelace",
+                     *             "username": "ada_lovelace"
+                     *           },
+                     *           "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *           "published_at": "2026-11-21T09:30:00+0000",
+                     *           "slug": "notes-on-the-analytical-engine",
+                     *           "tags": [
+                     *             "computing",
+                     *             "history"
+                     *           ],
+                     *           "title": "Notes on the Analytical Engine",
+                     *           "type": "ARTICLE",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3679,98 +5587,180 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                 *       "published_at": "2026-11-21T09:30:00Z",
+                 *       "tags": [
+                 *         "computing",
+                 *         "history"
+                 *       ],
+                 *       "title": "Notes on the Analytical Engine",
+                 *       "type": "ARTICLE"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PostCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Post, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "notes-on-the-analytical-engine",
+                     *       "tags": [
+                     *         "computing",
+                     *         "history"
+                     *       ],
+                     *       "title": "Notes on the Analytical Engine",
+                     *       "type": "ARTICLE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Post"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotCreator */
+            /** @description `UserIsBanned`: User is banned; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3778,7 +5768,10 @@ export interface operations {
     getPost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -3790,83 +5783,150 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Post */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "notes-on-the-analytical-engine",
+                     *       "tags": [
+                     *         "computing",
+                     *         "history"
+                     *       ],
+                     *       "title": "Notes on the Analytical Engine",
+                     *       "type": "ARTICLE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Post"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3889,116 +5949,204 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                 *       "published_at": "2026-11-21T09:30:00Z",
+                 *       "slug": "notes-on-the-analytical-engine",
+                 *       "tags": [
+                 *         "computing",
+                 *         "history"
+                 *       ],
+                 *       "title": "Notes on the Analytical Engine (revised)",
+                 *       "type": "ARTICLE"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PostUpdate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Post */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "notes-on-the-analytical-engine",
+                     *       "tags": [
+                     *         "computing",
+                     *         "history"
+                     *       ],
+                     *       "title": "Notes on the Analytical Engine",
+                     *       "type": "ARTICLE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Post"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4024,98 +6172,146 @@ export interface operations {
             /** @description No Content: deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4129,9 +6325,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at; default: created_at
-                 * @example -created_at,updated_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at")[];
             };
             header?: never;
             path: {
@@ -4145,76 +6343,136 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: CommentList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "comments": [
+                     *         {
+                     *           "author": {
+                     *             "first_name": "Grace",
+                     *             "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *             "last_name": "Hopper",
+                     *             "username": "grace_hopper"
+                     *           },
+                     *           "created_at": "2026-11-22T14:05:00+0000",
+                     *           "id": "5c7e9a1b-3d5f-4a7c-9e1b-3d5f7a9c1e3d",
+                     *           "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "text": "Note G is my favourite part.",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["CommentList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4237,107 +6495,177 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "text": "Note G is my favourite part."
+                 *     }
+                 */
                 "application/json": components["schemas"]["CommentWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Comment, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "5c7e9a1b-3d5f-4a7c-9e1b-3d5f7a9c1e3d",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "text": "Note G is my favourite part.",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Comment"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4345,7 +6673,10 @@ export interface operations {
     getComment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -4362,83 +6693,142 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Comment */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "5c7e9a1b-3d5f-4a7c-9e1b-3d5f7a9c1e3d",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "text": "Note G is my favourite part.",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Comment"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound | ResourceNotFound */
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4466,107 +6856,176 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "text": "Note G is my favourite part."
+                 *     }
+                 */
                 "application/json": components["schemas"]["CommentWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Comment */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "5c7e9a1b-3d5f-4a7c-9e1b-3d5f7a9c1e3d",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "text": "Note G is my favourite part.",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Comment"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound | ResourceNotFound */
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4597,98 +7056,146 @@ export interface operations {
             /** @description No Content: deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound | ResourceNotFound */
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4702,9 +7209,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at, rating; default: -created_at
-                 * @example -created_at,rating
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at" | "rating" | "-rating")[];
                 /** @description only reviews with this rating */
                 rating?: number;
             };
@@ -4720,76 +7229,136 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: ReviewList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reviews": [
+                     *         {
+                     *           "author": {
+                     *             "first_name": "Grace",
+                     *             "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *             "last_name": "Hopper",
+                     *             "username": "grace_hopper"
+                     *           },
+                     *           "created_at": "2026-11-22T14:05:00+0000",
+                     *           "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
+                     *           "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "rating": 5,
+                     *           "text": "Clear, and a century early."
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReviewList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4812,107 +7381,178 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "rating": 5,
+                 *       "text": "Clear, and a century early."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReviewCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Review, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "rating": 5,
+                     *       "text": "Clear, and a century early."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Review"];
                 };
             };
-            /** @description MalformedBody */
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4920,7 +7560,10 @@ export interface operations {
     getReview: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -4937,83 +7580,142 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Review */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "rating": 5,
+                     *       "text": "Clear, and a century early."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Review"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description InvalidCredentials */
+            /** @description `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound | ResourceNotFound */
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5021,86 +7723,157 @@ export interface operations {
     createProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description client-chosen key, 1..255 visible ASCII characters; kept 24 h */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "age": 36,
+                 *       "email": "ada@example.com",
+                 *       "favorite_band": "Queen",
+                 *       "first_name": "Ada",
+                 *       "last_name": "Lovelace",
+                 *       "password": "correct horse battery staple",
+                 *       "username": "ada_lovelace",
+                 *       "website": "https://ada.example.com"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ProfileCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new MyProfile, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "ada@example.com",
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["MyProfile"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed | InvalidUserData */
+            /** @description `ValidationFailed`: Validation failed; `InvalidUserData`: Invalid user data */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5108,80 +7881,140 @@ export interface operations {
     getMyProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: MyProfile */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "ada@example.com",
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["MyProfile"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5198,98 +8031,170 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "age": 36,
+                 *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                 *       "favorite_band": "Queen",
+                 *       "first_name": "Ada",
+                 *       "last_name": "Lovelace",
+                 *       "website": "https://ada.example.com"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ProfileUpdate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: MyProfile */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "ada@example.com",
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["MyProfile"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5297,7 +8202,10 @@ export interface operations {
     getProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -5309,65 +8217,117 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Profile */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Profile"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ProfileNotFound */
+            /** @description `ProfileNotFound`: Profile not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5381,9 +8341,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: name, created_at, updated_at; default: -created_at
-                 * @example -name,created_at
+                 * @example [
+                 *       "-name"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("name" | "-name" | "created_at" | "-created_at" | "updated_at" | "-updated_at")[];
                 /**
                  * @description UUIDv4
                  * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
@@ -5396,49 +8358,99 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: ShopList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "shops": [
+                     *         {
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "description": "Brass gears and punched cards.",
+                     *           "id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *           "name": "Engine Parts",
+                     *           "owner": {
+                     *             "first_name": "Ada",
+                     *             "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *             "last_name": "Lovelace",
+                     *             "username": "ada_lovelace"
+                     *           },
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ShopList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5455,98 +8467,166 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Brass gears and punched cards.",
+                 *       "name": "Engine Parts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ShopWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Shop, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "description": "Brass gears and punched cards.",
+                     *       "id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "name": "Engine Parts",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Shop"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotCreator */
+            /** @description `UserIsBanned`: User is banned; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5554,7 +8634,10 @@ export interface operations {
     getShop: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -5566,65 +8649,117 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Shop */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "description": "Brass gears and punched cards.",
+                     *       "id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "name": "Engine Parts",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Shop"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound */
+            /** @description `ShopNotFound`: Shop not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5647,107 +8782,177 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Brass gears and punched cards.",
+                 *       "name": "Engine Parts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ShopWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Shop */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "description": "Brass gears and punched cards.",
+                     *       "id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "name": "Engine Parts",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Shop"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound */
+            /** @description `ShopNotFound`: Shop not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5773,98 +8978,146 @@ export interface operations {
             /** @description No Content: deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound */
+            /** @description `ShopNotFound`: Shop not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5878,9 +9131,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: name, price_cents, created_at, updated_at; default: -created_at
-                 * @example -name,price_cents
+                 * @example [
+                 *       "-name"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("name" | "-name" | "price_cents" | "-price_cents" | "created_at" | "-created_at" | "updated_at" | "-updated_at")[];
                 /**
                  * @description ISO 4217 code of a circulating currency, upper case
                  * @example EUR
@@ -5903,58 +9158,108 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: ProductList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "products": [
+                     *         {
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "currency": "GBP",
+                     *           "description": "Hand-punched, numbered.",
+                     *           "id": "6f8a0c2e-4b6d-4f8a-9c2e-4b6d8f0a2c4e",
+                     *           "name": "Set of 40 operation cards",
+                     *           "price_cents": 2500,
+                     *           "shop_id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound */
+            /** @description `ShopNotFound`: Shop not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5977,107 +9282,177 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currency": "GBP",
+                 *       "description": "Hand-punched, numbered.",
+                 *       "name": "Set of 40 operation cards",
+                 *       "price_cents": 2500
+                 *     }
+                 */
                 "application/json": components["schemas"]["ProductWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: the new Product, at the path in `Location` */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "currency": "GBP",
+                     *       "description": "Hand-punched, numbered.",
+                     *       "id": "6f8a0c2e-4b6d-4f8a-9c2e-4b6d8f0a2c4e",
+                     *       "name": "Set of 40 operation cards",
+                     *       "price_cents": 2500,
+                     *       "shop_id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Product"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound */
+            /** @description `ShopNotFound`: Shop not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6085,7 +9460,10 @@ export interface operations {
     getProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -6102,65 +9480,114 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Product */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "currency": "GBP",
+                     *       "description": "Hand-punched, numbered.",
+                     *       "id": "6f8a0c2e-4b6d-4f8a-9c2e-4b6d8f0a2c4e",
+                     *       "name": "Set of 40 operation cards",
+                     *       "price_cents": 2500,
+                     *       "shop_id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Product"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound | ProductNotFound */
+            /** @description `ShopNotFound`: Shop not found; `ProductNotFound`: Product not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6188,107 +9615,176 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currency": "GBP",
+                 *       "description": "Hand-punched, numbered.",
+                 *       "name": "Set of 40 operation cards",
+                 *       "price_cents": 2500
+                 *     }
+                 */
                 "application/json": components["schemas"]["ProductWrite"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Product */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "currency": "GBP",
+                     *       "description": "Hand-punched, numbered.",
+                     *       "id": "6f8a0c2e-4b6d-4f8a-9c2e-4b6d8f0a2c4e",
+                     *       "name": "Set of 40 operation cards",
+                     *       "price_cents": 2500,
+                     *       "shop_id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Product"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound | ProductNotFound */
+            /** @description `ShopNotFound`: Shop not found; `ProductNotFound`: Product not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6319,98 +9815,146 @@ export interface operations {
             /** @description No Content: deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ShopNotFound | ProductNotFound */
+            /** @description `ShopNotFound`: Shop not found; `ProductNotFound`: Product not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PreconditionFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
             412: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6424,9 +9968,11 @@ export interface operations {
                 offset?: number;
                 /**
                  * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
-                 * @example -created_at,updated_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
                  */
-                sort?: string;
+                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at" | "published_at" | "-published_at" | "title" | "-title")[];
                 /** @example ARTICLE */
                 type?: "ARTICLE" | "COURSE";
                 /**
@@ -6441,67 +9987,132 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: PostList */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "posts": [
+                     *         {
+                     *           "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "creator": {
+                     *             "first_name": "Ada",
+                     *             "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *             "last_name": "Lovelace",
+                     *             "username": "ada_lovelace"
+                     *           },
+                     *           "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *           "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *           "published_at": "2026-11-21T09:30:00+0000",
+                     *           "slug": "notes-on-the-analytical-engine",
+                     *           "tags": [
+                     *             "computing",
+                     *             "history"
+                     *           ],
+                     *           "title": "Notes on the Analytical Engine",
+                     *           "type": "ARTICLE",
+                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostList"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned */
+            /** @description `UserIsBanned`: User is banned */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6521,85 +10132,132 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: Queued */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "queued"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Queued"];
                 };
             };
-            /** @description TokenInQuery | MalformedBody */
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PayloadTooLarge */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UnsupportedMediaType */
+            /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6607,7 +10265,10 @@ export interface operations {
     getUserPost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier answer: while the resource still has it, the answer is 304 with no body. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description UUIDv4
@@ -6624,83 +10285,150 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Post */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "notes-on-the-analytical-engine",
+                     *       "tags": [
+                     *         "computing",
+                     *         "history"
+                     *       ],
+                     *       "title": "Notes on the Analytical Engine",
+                     *       "type": "ARTICLE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Post"];
                 };
             };
             /** @description Not Modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description NotAuthenticated | InvalidCredentials */
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UserIsBanned | UserNotOwner | UserNotCreator */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description PostNotFound */
+            /** @description `PostNotFound`: Post not found */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6714,49 +10442,88 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Version */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "api_versions": [
+                     *         "v1",
+                     *         "v2"
+                     *       ],
+                     *       "commit": "5b1023b",
+                     *       "version": "0.1.0"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Version"];
                 };
             };
-            /** @description TokenInQuery */
+            /** @description `TokenInQuery`: Token in query string */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ValidationFailed */
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
             422: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description RateLimited */
+            /** @description `RateLimited`: Too many requests */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description ServiceUnavailable */
+            /** @description `ServiceUnavailable`: Service unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

@@ -3,6 +3,11 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { Type } from '@sinclair/typebox'
 import { PACKAGE_VERSION } from '../src/meta.js'
+import { describeDocument, type RouteFacts } from './openapi-document.js'
+
+const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">' +
+  '<rect width="120" height="40" rx="6" fill="#b3202a"/>' +
+  '<text x="60" y="28" font-family="Helvetica, Arial, sans-serif" font-size="22" font-weight="700" fill="#fff" text-anchor="middle">Roja</text></svg>'
 
 export const API_VERSIONS = ['v1', 'v2'] as const
 export type ApiVersion = typeof API_VERSIONS[number]
@@ -41,11 +46,26 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) }
   })
 
+  // What each operation does beyond its schema (ETags, idempotency, paging, rate limit, deprecation).
+  const facts = new Map<string, RouteFacts>()
+  fastify.addHook('onRoute', (route) => {
+    const operationId = route.schema?.operationId as string | undefined
+    if (!operationId) return
+    const query = route.schema?.querystring as { properties?: Record<string, unknown> } | undefined
+    facts.set(operationId, {
+      etag: Boolean(route.config?.etag),
+      idempotent: Boolean(route.config?.idempotent),
+      paged: Boolean(query?.properties?.offset ?? query?.properties?.page),
+      rateLimited: route.config?.rateLimit !== false,
+      deprecated: route.config?.deprecated
+    })
+  })
+
   const cache = new Map<ApiVersion, Doc>()
   fastify.decorate('openapi', (version: ApiVersion) => {
     let doc = cache.get(version)
     if (!doc) {
-      doc = splitByVersion(fastify.swagger() as Doc, version)
+      doc = describeDocument(splitByVersion(fastify.swagger() as Doc, version), facts)
       cache.set(version, doc)
     }
     return doc
@@ -62,6 +82,9 @@ export default fp(async (fastify) => {
 
   await fastify.register(swaggerUi, {
     routePrefix: '/docs',
+    // Roja's name on the page and its tab, not the framework's
+    theme: { title: 'Roja API docs' },
+    logo: { type: 'image/svg+xml', content: LOGO, href: '/docs' },
     uiConfig: { urls: API_VERSIONS.map(v => ({ url: `/openapi/${v}.json`, name: v })) } as Record<string, unknown>,
     staticCSP: false
   })

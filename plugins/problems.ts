@@ -4,10 +4,10 @@ import type { FastifyError, FastifyReply, FastifyRequest, RouteOptions } from 'f
 import type { HTTPMethod } from 'find-my-way'
 import { errorResponses, problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
 import { AppError } from '../src/domain/errors.js'
+import { validationMessage } from './validation-messages.js'
 
 const LOCATION: Record<string, ValidationIssue['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
 const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
-const HOST_RULE = 'files are to be uploaded only to internal services'
 // Errors of the database driver that mean "the database is not there", not "our bug".
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY'])
 // pg's errors for a connection the server dropped mid-request (a restart) carry no code, only these messages.
@@ -77,6 +77,8 @@ function declareTransportErrors (route: RouteOptions) {
   const methods = [route.method].flat()
   const takesBody = methods.some(m => m !== 'GET' && m !== 'HEAD')
   const codes: ProblemCode[] = ['TokenInQuery', 'ServiceUnavailable']
+  // plugins/accept.ts: an Accept that allows no JSON (media negotiates and declares its own 406)
+  if (!route.config?.negotiatesAccept) codes.push('NotAcceptable')
   if (route.schema && !route.schema.querystring && !route.schema.hide) {
     // An unknown query parameter is 422 on every route, not only on those with filters.
     route.schema = { ...route.schema, querystring: { type: 'object', properties: {}, additionalProperties: false } }
@@ -135,11 +137,7 @@ function issue (where: ValidationIssue['in'], v: AjvIssue): ValidationIssue {
   let field = v.instancePath
   if (v.keyword === 'required') field += `/${String(v.params.missingProperty)}`
   if (v.keyword === 'additionalProperties') field += `/${String(v.params.additionalProperty)}`
-  let message = v.message ?? 'is invalid'
-  if (v.keyword === 'format' && v.params.format === 'media-url') message = HOST_RULE
-  else if (v.keyword === 'additionalProperties') message = 'is not a known property'
-  else if (v.keyword === 'required') message = 'is required'
-  return { in: where, field, rule: v.keyword, message }
+  return { in: where, field, rule: v.keyword, message: validationMessage(v) }
 }
 
 /** The RFC 9457 body of a catalogue error. */

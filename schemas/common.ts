@@ -98,6 +98,8 @@ export function ListQuery<F extends TProperties> (sortable: readonly string[], f
     ...PageQuery,
     sort: Type.Optional(Type.String({
       pattern: `^${field}(,${field})*$`,
+      // the document describes sort as a comma-separated array of these fields (plugins/openapi-document.ts)
+      'x-sortable': [...sortable],
       description: `comma-separated fields, a leading - sorts descending; one of: ${sortable.join(', ')}` +
         (defaultSort ? `; default: ${defaultSort}` : ''),
       examples: [sortable.map((f, i) => (i === 0 ? `-${f}` : f)).slice(0, 2).join(',')]

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import accept from '../plugins/accept.js'
 import auth from '../plugins/auth.js'
 import config, { type Config } from '../plugins/config.js'
 import contentType from '../plugins/content-type.js'
@@ -37,6 +38,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   // First, so every later hook and route is traced. Off (no OTLP endpoint): not even loaded.
   if (opts.config.tracing || opts.tracing) await fastify.register(import('../plugins/tracing.js'), opts.tracing ?? {})
   await fastify.register(problems)
+  await fastify.register(accept)
   await fastify.register(contentType)
   await fastify.register(security)
   await fastify.register(rateLimit)

@@ -12,7 +12,8 @@ function authenticatedOperations () {
     for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         const security: Array<Record<string, unknown>> | undefined = op.security
-        if (!security || security.some(s => Object.keys(s).length === 0)) continue
+        // public ([]) and optional-token ([{}, {bearerAuth}]) operations need none
+        if (!security?.length || security.some(s => Object.keys(s).length === 0)) continue
         ops.push({ method: method.toUpperCase() as InjectOptions['method'], url: path.replace(/\{[^}]+\}/g, UUID), id: op.operationId })
       }
     }

@@ -36,8 +36,12 @@ interface Case {
   mutation: string
 }
 
-/** How a generated query value travels: objects and arrays as JSON text, the rest as String(). */
+/**
+ * How a generated query value travels: an array as the document's form style without explode
+ * says (`sort=-title,created_at`), objects as JSON text, the rest as String().
+ */
 function queryText (value: unknown): string {
+  if (Array.isArray(value) && value.every(v => typeof v === 'string')) return value.join(',')
   return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)
 }
 
@@ -188,7 +192,9 @@ function requestOracle (app: FastifyInstance, doc: Schema) {
       additionalProperties: false
     })
     if (!compile(coercing, `${op.operationId} path`, part('path'))(c.params)) return false
-    const query = Object.fromEntries(Object.entries(c.query).map(([k, v]) => [k, queryText(v)]))
+    // a comma-separated array parameter (style form, explode false) is read back into its items
+    const commaSeparated = new Set(params.filter(p => p.in === 'query' && p.explode === false && p.schema?.type === 'array').map(p => p.name))
+    const query = Object.fromEntries(Object.entries(c.query).map(([k, v]) => [k, commaSeparated.has(k) ? queryText(v).split(',') : queryText(v)]))
     if (!compile(coercing, `${op.operationId} query`, part('query'))(query)) return false
     const body = op.requestBody?.content?.['application/json']?.schema
     if (body && c.body !== undefined && !compile(strict, `${op.operationId} body`, body)(JSON.parse(JSON.stringify(c.body)))) return false

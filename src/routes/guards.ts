@@ -7,6 +7,9 @@ import { assertIfMatch } from '../../plugins/etag.js'
 
 export const security = [{ bearerAuth: [] }]
 
+/** Reads that take an optional token (authenticateIfToken): anyone, or a bearer whose token is checked and shows their own drafts. */
+export const optionalSecurity: Array<Record<string, string[]>> = [{}, { bearerAuth: [] }]
+
 /** The problems any authenticated route can answer with. */
 export const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
 

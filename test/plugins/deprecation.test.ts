@@ -86,6 +86,12 @@ t.test('the OpenAPI operation is flagged deprecated', async (t) => {
   const v1 = app.openapi('v1')
   t.equal(v1.paths['/v1/things'].get.deprecated, true)
   t.equal(app.openapi('v2').paths['/v2/things'].get.deprecated, undefined)
+  // and its answers declare the headers it sends
+  for (const response of Object.values<Record<string, any>>(v1.paths['/v1/things'].get.responses)) {
+    t.same(Object.keys(response.headers ?? {}).filter(h => ['Deprecation', 'Sunset', 'Link'].includes(h)).sort(), ['Deprecation', 'Link', 'Sunset'])
+  }
+  t.same(v1.components.headers.Sunset.required, true)
+  t.equal(app.openapi('v2').paths['/v2/things'].get.responses['200'].headers?.Sunset, undefined)
 })
 
 t.test('a malformed sunset date stops the start', async (t) => {

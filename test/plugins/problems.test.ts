@@ -70,7 +70,7 @@ t.test('validation failures are 422 ValidationFailed with errors[] naming where,
   t.test('body: a rule of a property', async (t) => {
     const res = await post(app, `/things/${ID}`, { name: 'a' })
     const body = assertProblem(t, res, 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'minLength', message: 'must NOT have fewer than 2 characters' }])
+    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'minLength', message: 'must be at least 2 characters long' }])
   })
 
   t.test('body: a missing property', async (t) => {
@@ -90,12 +90,12 @@ t.test('validation failures are 422 ValidationFailed with errors[] naming where,
 
   t.test('body: a JSON value of the wrong type is not coerced', async (t) => {
     const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 12 }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'type', message: 'must be string' }])
+    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'type', message: 'must be a string' }])
   })
 
   t.test('query: out of range', async (t) => {
     const body = assertProblem(t, await post(app, `/things/${ID}?limit=0`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be >= 1' }])
+    t.same(body.errors, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be 1 or more' }])
   })
 
   t.test('query: the upper bound', async (t) => {
@@ -111,12 +111,12 @@ t.test('validation failures are 422 ValidationFailed with errors[] naming where,
 
   t.test('path: a malformed id is 422, not 404', async (t) => {
     const body = assertProblem(t, await post(app, '/things/not-a-uuid', { name: 'ab' }), 422, 'ValidationFailed', '/things/not-a-uuid')
-    t.same(body.errors, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must match format "uuid"' }])
+    t.same(body.errors, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10' }])
   })
 
   t.test('header: a rule of a header', async (t) => {
     const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must NOT have fewer than 3 characters' }])
+    t.same(body.errors, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must be at least 3 characters long' }])
   })
 })
 

@@ -16,7 +16,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/alerts', {
     schema: {
       tags: ['alerts'],
-      operationId: 'listAlerts',
+      operationId: 'listAlerts', description: 'Signed-in users: the caller\'s own alerts (reviews and comments others left on their posts), newest first. Changes nothing.',
       summary: 'Your alerts',
       security,
       querystring: AlertListQuery,
@@ -32,7 +32,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags: ['alerts'],
-      operationId: 'getAlert',
+      operationId: 'getAlert', description: 'The alert\'s user only (others 403): one alert. Changes nothing.',
       summary: 'One of your alerts',
       security,
       params: AlertParams,
@@ -50,7 +50,7 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['alerts'],
       operationId: 'resendAlert',
       summary: 'E-mail one of your alerts again',
-      description: 'Queues the alert\'s e-mail to your current address; `sent_at` changes once it is delivered.',
+      description: 'The alert\'s user only (others 403): queues the alert\'s e-mail again, to the user\'s current address (202); `sent_at` changes once it is delivered.',
       security,
       params: AlertParams,
       response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }

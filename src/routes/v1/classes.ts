@@ -22,7 +22,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   fastify.get('/classes', {
-    schema: { tags, security, operationId: 'listClasses', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
+    schema: { tags, security, operationId: 'listClasses', description: 'Any signed-in active user: every class, filtered by owner or course. Changes nothing.', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
   }, async (request, reply) => {
     const { items, total } = await listClasses(db, request.query, request.query)
     return listReply(request, reply, 'classes', items, total, request.query)
@@ -32,7 +32,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     preHandler: fastify.requireCreator,
     schema: {
-      tags, security, operationId: 'createClass', summary: 'Open a class, optionally for one of your courses (creators)', headers: IdempotencyHeaders, body: ref(ClassCreate),
+      tags, security, operationId: 'createClass', description: 'Active creators: opens a class, optionally for one of the caller\'s own COURSE posts (another creator\'s course is 403, an article 422). The caller owns the class.', summary: 'Open a class, optionally for one of your courses (creators)', headers: IdempotencyHeaders, body: ref(ClassCreate),
       response: { 201: ref(Class), ...errorResponses(...auth, 'UserNotCreator', 'UserNotOwner', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -42,12 +42,12 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/classes/:classId', {
     config: { etag: true },
-    schema: { tags, security, operationId: 'getClass', summary: 'One class', params: ClassParams, response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') } }
+    schema: { tags, security, operationId: 'getClass', description: 'Any signed-in active user: one class. Changes nothing.', summary: 'One class', params: ClassParams, response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') } }
   }, async (request) => getClass(db, request.params.classId))
 
   fastify.get('/classes/:classId/students', {
     schema: {
-      tags, security, operationId: 'listStudents', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
+      tags, security, operationId: 'listStudents', description: 'The class owner only (others 403): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
       response: { 200: ref(StudentList), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound') }
     }
   }, async (request, reply) => {
@@ -60,7 +60,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/classes/:classId/students', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createStudent', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
+      tags, security, operationId: 'createStudent', description: 'The class owner only: adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -72,7 +72,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/classes/:classId/students/:studentId', {
     config: { etag: true },
     schema: {
-      tags, security, operationId: 'getStudent', summary: 'One student of a class (owner)', params: StudentParams,
+      tags, security, operationId: 'getStudent', description: 'The class owner only: one student of the class. Changes nothing.', summary: 'One student of a class (owner)', params: StudentParams,
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {

@@ -5,7 +5,7 @@ import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
 import { created, listReply } from '../http.js'
-import { authErrors, ownerAndIfMatch, security, callerId } from '../guards.js'
+import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } from '../guards.js'
 
 const tags = ['comments']
 const authorOf = (c: Comment) => c.author.id
@@ -16,7 +16,7 @@ const comments: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: fastify.authenticateIfToken,
     schema: {
       tags,
-      operationId: 'listComments',
+      operationId: 'listComments', description: 'Anyone for a published post; with a token, the creator of a draft too. The comments of a post, oldest first. Changes nothing.', security: optionalSecurity,
       summary: 'The comments of a post, oldest first',
       params: PostParams,
       querystring: CommentListQuery,
@@ -32,7 +32,7 @@ const comments: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags,
-      operationId: 'getComment',
+      operationId: 'getComment', description: 'Anyone for a published post; with a token, the creator of a draft too. One comment. Changes nothing.', security: optionalSecurity,
       summary: 'One comment of a post',
       params: CommentParams,
       response: { 200: ref(Comment), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }
@@ -50,7 +50,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'createComment',
+      operationId: 'createComment', description: 'Any signed-in active user: adds a comment and alerts the post\'s creator (an alert and an e-mail) unless the author is the creator.',
       summary: 'Comment on a post (any active user); alerts the post\'s creator',
       params: PostParams,
       headers: IdempotencyHeaders,
@@ -70,7 +70,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'updateComment',
+      operationId: 'updateComment', description: 'The comment\'s author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the text of a comment (author)',
       params: CommentParams,
       headers: IfMatchHeaders,
@@ -88,7 +88,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'deleteComment',
+      operationId: 'deleteComment', description: 'The comment\'s author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.',
       summary: 'Delete a comment (author)',
       params: CommentParams,
       headers: IfMatchHeaders,

@@ -9,7 +9,7 @@ import {
   assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
 } from '../../domain/courses.js'
 import { created, listReply } from '../http.js'
-import { security, callerId } from '../guards.js'
+import { optionalSecurity, security, callerId } from '../guards.js'
 
 const tags = ['courses']
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
@@ -22,12 +22,12 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/courses/:courseId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getCourse', summary: 'One course, with its number of chapters', params: CourseParams, response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') } }
+    schema: { tags, operationId: 'getCourse', description: 'Anyone for a published course; with a token, its creator for a draft too. The course post with its number of chapters. Changes nothing.', security: optionalSecurity, summary: 'One course, with its number of chapters', params: CourseParams, response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') } }
   }, async (request) => getCourse(db, request.params.courseId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters', {
     schema: {
-      tags, operationId: 'listChapters', summary: 'Chapters of a course, in position order', params: CourseParams, querystring: PositionedListQuery,
+      tags, operationId: 'listChapters', description: 'Anyone for a published course; with a token, its creator for a draft too. The chapters in position order. Changes nothing.', security: optionalSecurity, summary: 'Chapters of a course, in position order', params: CourseParams, querystring: PositionedListQuery,
       response: { 200: ref(ChapterList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') }
     }
   }, async (request, reply) => {
@@ -37,12 +37,12 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/chapters/:chapterId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getChapter', summary: 'One chapter', params: ChapterParams, response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') } }
+    schema: { tags, operationId: 'getChapter', description: 'Anyone for a published course; with a token, its creator for a draft too. One chapter. Changes nothing.', security: optionalSecurity, summary: 'One chapter', params: ChapterParams, response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') } }
   }, async (request) => getChapter(db, request.params.chapterId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters/:chapterId/lessons', {
     schema: {
-      tags, operationId: 'listLessons', summary: 'Lessons of a chapter, in position order', params: CourseChapterParams, querystring: PositionedListQuery,
+      tags, operationId: 'listLessons', description: 'Anyone for a published course; with a token, its creator for a draft too. The lessons of a chapter in position order. Changes nothing.', security: optionalSecurity, summary: 'Lessons of a chapter, in position order', params: CourseChapterParams, querystring: PositionedListQuery,
       response: { 200: ref(LessonList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound', 'ChapterNotFound') }
     }
   }, async (request, reply) => {
@@ -53,7 +53,7 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/lessons/:lessonId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getLesson', summary: 'One lesson (where a new lesson\'s Location points)', params: LessonParams, response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') } }
+    schema: { tags, operationId: 'getLesson', description: 'Anyone for a published course; with a token, its creator for a draft too. One lesson. Changes nothing.', security: optionalSecurity, summary: 'One lesson (where a new lesson\'s Location points)', params: LessonParams, response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') } }
   }, async (request) => getLesson(db, request.params.lessonId, callerId(request)))
 
   await fastify.register(writes)
@@ -67,7 +67,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/courses/:courseId/chapters', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createChapter', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
+      tags, security, operationId: 'createChapter', description: 'The course\'s owner only: adds a chapter at the given position (later chapters shift down) or at the end.', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
@@ -79,7 +79,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/courses/:courseId/chapters/:chapterId/lessons', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createLesson', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
+      tags, security, operationId: 'createLesson', description: 'The course\'s owner only: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
       response: { 201: ref(Lesson), ...errorResponses(...auth, 'ChapterNotFound') }
     }
   }, async (request, reply) => {

@@ -10,7 +10,7 @@ const creatorPosts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/creators/:profileId/posts', {
     schema: {
       tags: ['creators'],
-      operationId: 'listCreatorPosts',
+      operationId: 'listCreatorPosts', description: 'Anyone: a creator\'s published posts, newest activity first. Changes nothing.',
       summary: 'A creator\'s published posts, newest activity first',
       params: CreatorParams,
       querystring: CreatorPostListQuery,

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox'
 import multipart, { receiveFile } from '../../../plugins/multipart.js'
 import { AppError } from '../../domain/errors.js'
 import { NotModified, ref } from '../../../schemas/common.js'
-import { Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
+import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { bytesEtag, createMedia, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
@@ -13,8 +13,11 @@ import { etagMatches } from '../../../plugins/etag.js'
 import { created } from '../http.js'
 
 // The bytes go out as a stream, never through a serializer.
-const Bytes = Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'the file, as its own media type' })
+const Bytes = Type.Unsafe<Readable>(FileBytes)
 const JSON_TYPE = 'application/json'
+// One entry: the bytes are streamed, never serialized, and a serializer per type would only slow
+// the start. The documents list every type of MEDIA_BYTE_TYPES in its place (plugins/openapi-document.ts).
+const bytesContent = { 'application/octet-stream': { schema: Bytes } }
 
 /**
  * Media: uploads (any active user) and downloads. GET is public, like the posts and avatars
@@ -25,16 +28,17 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(accepts)
 
   fastify.get('/media/:mediaId', {
-    config: { etag: true }, // the JSON metadata's ETag; the bytes carry their own below
+    // the JSON metadata's ETag (the bytes carry their own below); Accept picks bytes or metadata here
+    config: { etag: true, negotiatesAccept: true },
     schema: {
       tags: ['media'],
-      operationId: 'getMedia',
+      operationId: 'getMedia', description: 'Anyone (posts and avatars point here). `Accept` picks the representation: the file\'s own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; anything else is 406. Changes nothing.',
       summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
       params: MediaParams,
       headers: MediaGetHeaders,
       response: {
-        200: { description: 'the bytes, or the metadata', content: { [JSON_TYPE]: { schema: ref(Media) }, '*/*': { schema: Bytes } } },
-        206: { description: 'one byte range of the file (Content-Range)', content: { '*/*': { schema: Bytes } } },
+        200: { description: 'The metadata (application/json), or the file\'s bytes as its own media type', content: { [JSON_TYPE]: { schema: ref(Media) }, ...bytesContent } },
+        206: { description: 'One byte range of the file (see Content-Range), as its own media type', content: bytesContent },
         304: NotModified,
         ...errorResponses('NotAcceptable', 'MediaNotFound', 'RangeNotSatisfiable', 'ValidationFailed')
       }
@@ -69,12 +73,18 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
       config: { contentTypes: ['multipart/form-data'] },
       schema: {
         tags: ['media'],
-        operationId: 'uploadMedia',
+        operationId: 'uploadMedia', description: 'Any signed-in active user: uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the size limit 413 and nothing kept. Not idempotent: a retry makes a second media.',
         summary: 'Upload a file (multipart/form-data, one file field `file`)',
         security,
         consumes: ['multipart/form-data'],
         // Documents the form; a streamed body is never parsed into `request.body`, so this checks nothing.
-        body: { content: { 'multipart/form-data': { schema: Type.Unsafe({ properties: { file: Bytes }, required: ['file'] }) } } },
+        body: {
+          content: {
+            'multipart/form-data': {
+              schema: Type.Unsafe({ properties: { file: Bytes }, required: ['file'], examples: [{ file: 'Notes on the Analytical Engine, chapter 1\n' }] })
+            }
+          }
+        },
         response: {
           201: ref(Media),
           ...errorResponses('MalformedBody', 'NotAuthenticated', 'InvalidCredentials', 'UserIsBanned',

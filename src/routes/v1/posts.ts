@@ -3,7 +3,7 @@ import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from 
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
 import { created, listReply } from '../http.js'
-import { authErrors, ownerAndIfMatch, security, callerId } from '../guards.js'
+import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 
 const tags = ['posts']
@@ -12,7 +12,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/posts', {
     schema: {
       tags,
-      operationId: 'listPosts',
+      operationId: 'listPosts', description: 'Anyone: published posts (published_at in the past), newest activity first, filtered by type, tags (all of them) and creator. Changes nothing.',
       summary: 'Published posts, newest activity first; filters type, tags (all of), creator_id',
       querystring: PostListQuery,
       response: { 200: ref(PostList), ...errorResponses('ValidationFailed') }
@@ -27,7 +27,7 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags,
-      operationId: 'getPost',
+      operationId: 'getPost', description: 'Anyone for a published post; with a token, its creator for a draft or scheduled post too (everyone else gets 404). Changes nothing.', security: optionalSecurity,
       summary: 'One post; a draft or scheduled post only for its creator (others get 404)',
       params: PostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
@@ -46,7 +46,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'createPost',
+      operationId: 'createPost', description: 'Active creators: creates a post owned by the caller. The slug is derived from the title when absent (409 when the caller already has it); published_at absent means now, a future time schedules it, null keeps a draft.',
       summary: 'Create a post (active creators)',
       headers: IdempotencyHeaders,
       body: ref(PostCreate),
@@ -65,7 +65,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'updatePost',
+      operationId: 'updatePost', description: 'The post\'s creator only (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the writable fields of a post (owner); moves it up the default order',
       params: PostParams,
       headers: IfMatchHeaders,
@@ -83,7 +83,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'deletePost',
+      operationId: 'deletePost', description: 'The post\'s creator only (others 403): deletes the post with its reviews and comments. A stale If-Match is 412 and changes nothing.',
       summary: 'Delete a post with its reviews and comments (owner)',
       params: PostParams,
       headers: IfMatchHeaders,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { assertIfMatch } from '../../../plugins/etag.js'
-import { IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
+import { IdempotencyHeaders, IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
 import { getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
@@ -14,8 +14,9 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     schema: {
       tags,
-      operationId: 'createProfile',
+      operationId: 'createProfile', description: 'Anyone: signs up, creating a user and its profile (the profile id is the user id). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.',
       summary: 'Sign up: create a user and its profile',
+      headers: IdempotencyHeaders,
       body: ref(ProfileCreate),
       response: { 201: ref(MyProfile), ...errorResponses('ValidationFailed', 'InvalidUserData', 'Conflict') }
     }
@@ -31,7 +32,7 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags,
-      operationId: 'getProfile',
+      operationId: 'getProfile', description: 'Anyone: a public profile, never with e-mail or password data. Changes nothing.',
       summary: 'A public profile',
       params: ProfileParams,
       response: { 200: ref(Profile), 304: NotModified, ...errorResponses('ValidationFailed', 'ProfileNotFound') }
@@ -49,7 +50,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'getMyProfile',
+      operationId: 'getMyProfile', description: 'Signed-in users: the caller\'s own profile, with the e-mail address. Changes nothing.',
       summary: 'The caller\'s own profile, with the e-mail address',
       response: { 200: ref(MyProfile), 304: NotModified, ...errors }
     }
@@ -60,7 +61,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'updateMyProfile',
+      operationId: 'updateMyProfile', description: 'Signed-in users: replaces the writable fields of the caller\'s own profile (an absent field becomes null); username, e-mail and password do not change here. A stale If-Match is 412.',
       summary: 'Replace the writable fields of the caller\'s profile',
       headers: IfMatchHeaders,
       body: ref(ProfileUpdate),

@@ -5,7 +5,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams } from '../../../schemas/reviews.js'
 import { created, listReply } from '../http.js'
 import { createReview, getReview, listReviews } from '../../domain/reviews.js'
-import { security, callerId } from '../guards.js'
+import { optionalSecurity, security, callerId } from '../guards.js'
 
 const tags = ['reviews']
 
@@ -15,7 +15,7 @@ const reviews: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: fastify.authenticateIfToken,
     schema: {
       tags,
-      operationId: 'listReviews',
+      operationId: 'listReviews', description: 'Anyone for a published post; with a token, the creator of a draft too. The reviews of a post, newest first. Changes nothing.', security: optionalSecurity,
       summary: 'The reviews of a post, newest first; filter rating',
       params: PostParams,
       querystring: ReviewListQuery,
@@ -31,7 +31,7 @@ const reviews: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags,
-      operationId: 'getReview',
+      operationId: 'getReview', description: 'Anyone for a published post; with a token, the creator of a draft too. One review. Changes nothing.', security: optionalSecurity,
       summary: 'One review of a post (where a created review\'s Location points)',
       params: ReviewParams,
       response: { 200: ref(Review), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }
@@ -49,7 +49,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'createReview',
+      operationId: 'createReview', description: 'Any signed-in active user, once per post (409 on a second): adds a review and alerts the post\'s creator (an alert and an e-mail) unless the reviewer is the creator.',
       summary: 'Review a post (any active user, once per post); alerts the post\'s creator',
       params: PostParams,
       headers: IdempotencyHeaders,

@@ -20,7 +20,7 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
   const { db } = fastify
 
   fastify.get('/shops', {
-    schema: { tags, operationId: 'listShops', summary: 'All shops', querystring: ShopListQuery, response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') } }
+    schema: { tags, operationId: 'listShops', description: 'Anyone: every shop, filtered by owner. Changes nothing.', summary: 'All shops', querystring: ShopListQuery, response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') } }
   }, async (request, reply) => {
     const { items, total } = await listShops(db, request.query, request.query)
     return listReply(request, reply, 'shops', items, total, request.query)
@@ -28,12 +28,12 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/shops/:shopId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getShop', summary: 'One shop', params: ShopParams, response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') } }
+    schema: { tags, operationId: 'getShop', description: 'Anyone: one shop. Changes nothing.', summary: 'One shop', params: ShopParams, response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') } }
   }, async (request) => getShop(db, request.params.shopId))
 
   fastify.get('/shops/:shopId/products', {
     schema: {
-      tags, operationId: 'listProducts', summary: 'The products of a shop', params: ShopParams, querystring: ProductListQuery,
+      tags, operationId: 'listProducts', description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.', summary: 'The products of a shop', params: ShopParams, querystring: ProductListQuery,
       response: { 200: ref(ProductList), ...errorResponses('ValidationFailed', 'ShopNotFound') }
     }
   }, async (request, reply) => {
@@ -44,7 +44,7 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/shops/:shopId/products/:productId', {
     config: { etag: true },
     schema: {
-      tags, operationId: 'getProduct', summary: 'One product of a shop', params: ProductParams,
+      tags, operationId: 'getProduct', description: 'Anyone: one product of a shop. Changes nothing.', summary: 'One product of a shop', params: ProductParams,
       response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
     }
   }, async (request) => getProduct(db, request.params.shopId, request.params.productId))
@@ -64,7 +64,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     preHandler: fastify.requireCreator,
     schema: {
-      tags, security, operationId: 'createShop', summary: 'Open a shop (creators)', headers: IdempotencyHeaders, body: ref(ShopWrite),
+      tags, security, operationId: 'createShop', description: 'Active creators: opens a shop owned by the caller.', summary: 'Open a shop (creators)', headers: IdempotencyHeaders, body: ref(ShopWrite),
       response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -75,14 +75,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.put('/shops/:shopId', {
     config: { etag: true },
     schema: {
-      tags, security, operationId: 'updateShop', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
+      tags, security, operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
       response: { 200: ref(Shop), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request) => updateShop(db, request.params.shopId, request.body, ownShop(request)))
 
   fastify.delete('/shops/:shopId', {
     schema: {
-      tags, security, operationId: 'deleteShop', summary: 'Close a shop and remove its products (owner)', params: ShopParams, headers: IfMatchHeaders,
+      tags, security, operationId: 'deleteShop', description: 'The shop\'s owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.', summary: 'Close a shop and remove its products (owner)', params: ShopParams, headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
@@ -93,7 +93,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/shops/:shopId/products', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createProduct', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
+      tags, security, operationId: 'createProduct', description: 'The shop\'s owner only: adds a product to the shop.', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
       response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -106,14 +106,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.put('/shops/:shopId/products/:productId', {
     config: { etag: true },
     schema: {
-      tags, security, operationId: 'updateProduct', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
+      tags, security, operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
       response: { 200: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request) => updateProduct(db, request.params.shopId, request.params.productId, request.body, ownProduct(request)))
 
   fastify.delete('/shops/:shopId/products/:productId', {
     schema: {
-      tags, security, operationId: 'deleteProduct', summary: 'Remove a product (shop owner)', params: ProductParams, headers: IfMatchHeaders,
+      tags, security, operationId: 'deleteProduct', description: 'The shop\'s owner only: removes the product. A stale If-Match is 412 and changes nothing.', summary: 'Remove a product (shop owner)', params: ProductParams, headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {

@@ -16,7 +16,8 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['users'],
       operationId: 'sendAccountSummary',
       summary: 'E-mail yourself your account summary',
-      description: 'Answers at once; the e-mail is delivered afterwards by the outbox worker.',
+      description: 'The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of ' +
+        'posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards.',
       security,
       params: UserParams,
       response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'ValidationFailed') }

@@ -18,7 +18,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'listMyPosts',
+      operationId: 'listMyPosts', description: 'Signed-in users: all of the caller\'s own posts, drafts and scheduled ones included, with the same filters and sorts as /v1/posts. Changes nothing.',
       summary: 'The caller\'s own posts, drafts and scheduled ones too',
       querystring: CreatorPostListQuery,
       response: { 200: ref(PostList), ...errorResponses(...authErrors, 'ValidationFailed') }
@@ -35,7 +35,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'getUserPost',
+      operationId: 'getUserPost', description: 'The caller only (userId must be the caller, else 403), an active creator, and the post\'s owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too).',
       summary: 'One of the caller\'s own posts; queues an e-mail about it to the caller',
       params: UserPostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }
