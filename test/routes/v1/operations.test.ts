@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { build, json } from '../helper.js'
+import { build, json } from '../../helper.js'
 
 t.test('GET /health answers 200 with the database check', async (t) => {
   const app = await build(t)

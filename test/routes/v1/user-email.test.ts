@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { createComment } from '../../src/domain/comments.js'
-import { createReview } from '../../src/domain/reviews.js'
-import { createCreator, createUser } from '../fixtures.js'
-import { json } from '../helper.js'
-import { insertPost } from '../mail.js'
-import { setup } from '../post-fixtures.js'
+import { createComment } from '../../../src/domain/comments.js'
+import { createReview } from '../../../src/domain/reviews.js'
+import { createCreator, createUser } from '../../fixtures.js'
+import { json } from '../../helper.js'
+import { insertPost } from '../../mail.js'
+import { setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/users/{userId}/email answers 202 and queues your account summary', async (t) => {
   const app = await setup(t)

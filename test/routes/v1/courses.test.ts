@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build, json } from '../helper.js'
-import { createCreator, createUser, type TestUser } from '../fixtures.js'
-import { writeTimeIso } from '../../src/db/time.js'
+import { build, json } from '../../helper.js'
+import { createCreator, createUser, type TestUser } from '../../fixtures.js'
+import { writeTimeIso } from '../../../src/db/time.js'
 
 async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE', published = true) {
   const id = randomUUID()

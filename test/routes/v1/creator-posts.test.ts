@@ -1,7 +1,7 @@
 import t from 'tap'
-import { json } from '../helper.js'
-import { createCreator, createUser } from '../fixtures.js'
-import { MISSING, backdate, checkListBounds, createPost, setup } from '../post-fixtures.js'
+import { json } from '../../helper.js'
+import { createCreator, createUser } from '../../fixtures.js'
+import { MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
 
 t.test('GET /v1/creators/{profileId}/posts: the creator\'s published posts, newest activity first', async (t) => {
   const app = await setup(t)

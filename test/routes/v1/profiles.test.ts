@@ -1,7 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { build, json } from '../helper.js'
-import { createUser } from '../fixtures.js'
+import { build, json } from '../../helper.js'
+import { createUser } from '../../fixtures.js'
 
 const ALLOWED_AVATAR = 'http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'
 const HOST_RULE = 'files are to be uploaded only to internal services'

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { createComment } from '../../src/domain/comments.js'
-import { createReview } from '../../src/domain/reviews.js'
-import { createCreator, createUser, type TestUser } from '../fixtures.js'
-import { json } from '../helper.js'
-import { insertPost } from '../mail.js'
-import { checkListBounds, MISSING, setup } from '../post-fixtures.js'
+import { createComment } from '../../../src/domain/comments.js'
+import { createReview } from '../../../src/domain/reviews.js'
+import { createCreator, createUser, type TestUser } from '../../fixtures.js'
+import { json } from '../../helper.js'
+import { insertPost } from '../../mail.js'
+import { checkListBounds, MISSING, setup } from '../../post-fixtures.js'
 
 interface World {
   app: FastifyInstance

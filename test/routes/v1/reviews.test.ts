@@ -1,7 +1,7 @@
 import t from 'tap'
-import { json } from '../helper.js'
-import { createCreator, createUser } from '../fixtures.js'
-import { MISSING, checkListBounds, createPost, setup } from '../post-fixtures.js'
+import { json } from '../../helper.js'
+import { createCreator, createUser } from '../../fixtures.js'
+import { MISSING, checkListBounds, createPost, setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/posts/{postId}/reviews: 201, Location, the Review shape; alerts the creator in the same transaction', async (t) => {
   const app = await setup(t)

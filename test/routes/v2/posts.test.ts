@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createPost } from '../../src/domain/posts.js'
-import { createCreator } from '../fixtures.js'
-import { build, json } from '../helper.js'
+import { createPost } from '../../../src/domain/posts.js'
+import { createCreator } from '../../fixtures.js'
+import { build, json } from '../../helper.js'
 
 interface Page { posts: Array<{ id: string, type: string }>, total: number, next_cursor: string | null }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build, json } from '../helper.js'
-import { createCreator, createUser, type TestUser } from '../fixtures.js'
+import { build, json } from '../../helper.js'
+import { createCreator, createUser, type TestUser } from '../../fixtures.js'
 
 async function openShop (app: FastifyInstance, owner: TestUser, body: object = { name: 'Records' }) {
   const res = await app.inject({ method: 'POST', url: '/v1/shops', headers: owner.headers, payload: body })

@@ -6,9 +6,9 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createUser, type TestUser } from '../fixtures.js'
-import { build, json } from '../helper.js'
-import { createAjv } from '../../src/options.js'
+import { createUser, type TestUser } from '../../fixtures.js'
+import { build, json } from '../../helper.js'
+import { createAjv } from '../../../src/options.js'
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
 const BOUNDARY = '----roja-test-boundary-7f1d3c1e'

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { json } from '../helper.js'
-import { createCreator, createUser } from '../fixtures.js'
-import { MISSING, checkListBounds, createPost, setup } from '../post-fixtures.js'
+import { json } from '../../helper.js'
+import { createCreator, createUser } from '../../fixtures.js'
+import { MISSING, checkListBounds, createPost, setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/posts/{postId}/comments: 201, Location, the Comment shape; alerts the creator, not when commenting on one\'s own post', async (t) => {
   const app = await setup(t)

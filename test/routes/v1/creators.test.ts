@@ -1,6 +1,6 @@
 import t from 'tap'
-import { build, json } from '../helper.js'
-import { createCreator, createUser } from '../fixtures.js'
+import { build, json } from '../../helper.js'
+import { createCreator, createUser } from '../../fixtures.js'
 
 t.test('GET /v1/creators/{profileId}', async (t) => {
   const app = await build(t)

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, json, TEST_SECRET } from '../helper.js'
-import { createUser, PASSWORD } from '../fixtures.js'
+import { build, json, TEST_SECRET } from '../../helper.js'
+import { createUser, PASSWORD } from '../../fixtures.js'
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 

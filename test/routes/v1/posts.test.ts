@@ -1,7 +1,7 @@
 import t from 'tap'
-import { json } from '../helper.js'
-import { createCreator, createUser } from '../fixtures.js'
-import { MEDIA, MISSING, backdate, checkListBounds, createPost, setup } from '../post-fixtures.js'
+import { json } from '../../helper.js'
+import { createCreator, createUser } from '../../fixtures.js'
+import { MEDIA, MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/
 
