@@ -127,7 +127,8 @@ async function stop (server: Server): Promise<void> {
 }
 
 // npm start's own command line (package.json), node flags included: the benchmark runs what production runs.
-const START_ARGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' ').slice(1)
+// npm start's own command line, `exec node …` or `node …`: the arguments after `node`.
+const START_ARGS = ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' '))
 
 /**
  * Roja with production settings and every plugin on: logging at info (one line per request, to a
