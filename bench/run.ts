@@ -30,7 +30,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { seed, SEED_PASSWORD } from '../src/db/seed.js'
+import { seed, SEED_PASSWORD } from '../scripts/seed.js'
 import { freePort, rssBytes } from '../scripts/proc.js'
 
 interface Result {

@@ -1,5 +1,5 @@
 /**
- * Upload benchmark (DESIGN §4, not part of npm test): streams a generated 1 GiB file to
+ * Upload benchmark (not part of npm test): streams a generated 1 GiB file to
  * POST /v1/media on a server started as a child process on loopback, samples the server's
  * RSS from /proc/<pid>/status, and reports peak RSS growth (goal < 64 MiB) and throughput
  * beside `dd … conv=fsync` writing the same number of bytes to the same disk.

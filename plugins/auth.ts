@@ -32,7 +32,7 @@ declare module 'fastify' {
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
 
 /**
- * Bearer authentication with HS256 JWTs (spec 5). Routes opt in by encapsulation:
+ * Bearer authentication with HS256 JWTs. Routes opt in by encapsulation:
  * a group adds `onRequest: fastify.authenticate`; nothing here matches URLs.
  */
 export default fp(async (fastify) => {

@@ -3,7 +3,7 @@ import { AppError } from '../src/domain/errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the media types this route's body may have; default application/json only (DESIGN §1) */
+    /** the media types this route's body may have; default application/json only */
     contentTypes?: string[]
   }
 }
@@ -14,7 +14,7 @@ const MEDIA_TYPE = /^([a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+)(?:; ?charset="?utf
 const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,./:=?-]{1,70})$/i
 
 /**
- * The content-type rule of DESIGN §1: a request that carries a body must say application/json,
+ * The content-type rule: a request that carries a body must say application/json,
  * or, on a route that names its own list in `config.contentTypes`, one of those; anything else
  * is 415 before parsing. A multipart type counts only with a boundary. It runs at preParsing,
  * after the route's onRequest hooks, so a missing token is 401 before a body is judged.
@@ -22,7 +22,7 @@ const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,.
  * whose body skips validation.
  */
 export default fp(async (fastify) => {
-  // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in (spec 5.7).
+  // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.
   fastify.removeContentTypeParser('text/plain')
 
   fastify.addHook('preParsing', async (request) => {

@@ -1,5 +1,6 @@
+import { channel } from 'node:diagnostics_channel'
 import fp from 'fastify-plugin'
-import { sql } from 'kysely'
+import { sql, type LogEvent } from 'kysely'
 import { createDb, type Db, type DbOptions } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 
@@ -11,13 +12,24 @@ declare module 'fastify' {
   }
 }
 
+/** Published after every query, ok or failed: metrics and tracing subscribe (nothing is done without a subscriber). */
+export interface QueryMessage {
+  /** the app's database, so one process's apps (tests) keep their numbers apart */
+  db: Db
+  event: LogEvent
+}
+export const queryChannel = channel('roja:db:query')
+
 export interface DbPluginOptions extends DbOptions {
   url: string
   migrate?: boolean
 }
 
 export default fp<DbPluginOptions>(async (fastify, opts) => {
-  const db = createDb(opts.url, opts)
+  const db: Db = createDb(opts.url, {
+    ...opts,
+    log: (event) => { if (queryChannel.hasSubscribers) queryChannel.publish({ db, event } satisfies QueryMessage) }
+  })
   fastify.addHook('onClose', async () => { await db.destroy() })
   if (opts.migrate !== false) {
     const applied = await migrateToLatest(db)

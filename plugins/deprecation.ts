@@ -27,7 +27,7 @@ function day (value: string, what: string, url: string): Date {
 }
 
 /**
- * Deprecated routes (DESIGN §6): a route marks itself with `config: { deprecated: { sunset, successor } }`.
+ * Deprecated routes: a route marks itself with `config: { deprecated: { sunset, successor } }`.
  * Its OpenAPI operation gets `deprecated: true`; every answer (errors too) carries `Deprecation`,
  * `Sunset` and a successor `Link`; calls are counted by route and method.
  */

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
+import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the route answers one resource: send its ETag and honour If-None-Match (DESIGN §1) */
+    /** the route answers one resource: send its ETag and honour If-None-Match */
     etag?: boolean
   }
 }
@@ -37,8 +38,8 @@ export function etagMatches (header: string | undefined, etag: string): boolean 
 
 /** ETags on single-resource routes (`config.etag`), and 304 for a matching If-None-Match on GET. */
 export default fp(async (fastify) => {
-  fastify.addHook('preSerialization', async (request, reply, payload) => {
-    if (!request.routeOptions.config?.etag || reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return payload
+  async function setEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+    if (reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return payload
     const etag = etagOf(payload)
     reply.header('etag', etag)
     if ((request.method === 'GET' || request.method === 'HEAD') && etagMatches(request.headers['if-none-match'], etag)) {
@@ -46,10 +47,15 @@ export default fp(async (fastify) => {
       return null
     }
     return payload
-  })
-  fastify.addHook('onSend', async (_request, reply, payload) => {
+  }
+  async function emptyNotModified (_request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (reply.statusCode !== 304) return payload
     reply.removeHeader('content-type')
     return ''
+  }
+  fastify.addHook('onRoute', (route) => {
+    if (!route.config?.etag) return
+    addRouteHook(route, 'preSerialization', setEtag)
+    addRouteHook(route, 'onSend', emptyNotModified)
   })
 }, { name: 'etag', dependencies: ['problems'] })

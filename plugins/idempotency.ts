@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
 import { clockIso } from '../src/db/time.js'
+import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** a creating POST: honours `Idempotency-Key` (DESIGN §1) */
+    /** a creating POST: honours `Idempotency-Key` */
     idempotent?: boolean
   }
   interface FastifyRequest {
@@ -36,8 +37,14 @@ function requestHash (request: FastifyRequest): string {
 export default fp(async (fastify) => {
   const { db } = fastify
 
-  fastify.addHook('preHandler', async (request, reply) => {
-    if (!request.routeOptions.config?.idempotent) return
+  // Only the routes that create (config.idempotent) carry the hooks: every other request skips them.
+  fastify.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return
+    addRouteHook(route, 'preHandler', claimKey)
+    addRouteHook(route, 'onSend', storeAnswer)
+  })
+
+  async function claimKey (request: FastifyRequest, reply: FastifyReply) {
     const key = request.headers['idempotency-key']
     if (key === undefined) return
     if (typeof key !== 'string' || !KEY.test(key)) {
@@ -79,9 +86,9 @@ export default fp(async (fastify) => {
       if (Date.now() > deadline) throw new AppError('Conflict', 'a request with this Idempotency-Key is still in progress')
       await new Promise(resolve => setTimeout(resolve, POLL_MS))
     }
-  })
+  }
 
-  fastify.addHook('onSend', async (request, reply, payload) => {
+  async function storeAnswer (request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const claim = request.idempotency
     if (!claim) return payload
     request.idempotency = undefined
@@ -98,7 +105,7 @@ export default fp(async (fastify) => {
       await db.deleteFrom('idempotency_key').where('user_id', '=', claim.scope).where('key', '=', claim.key).execute()
     }
     return payload
-  })
+  }
 
   // Expired keys are removed now and then, so the table stays small.
   const timer = setInterval(() => {

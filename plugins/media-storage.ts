@@ -7,7 +7,7 @@ import fp from 'fastify-plugin'
 import type { MediaStorage } from '../src/domain/storage.js'
 
 /**
- * Streams move in chunks of at most this size, far under the 50 MiB ceiling of DESIGN §4:
+ * Streams move in chunks of at most this size, far under the 50 MiB ceiling on one chunk:
  * memory per upload or download stays flat whatever the file size.
  */
 export const CHUNK_BYTES = 1024 * 1024

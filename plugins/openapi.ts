@@ -24,7 +24,7 @@ declare module 'fastify' {
 /**
  * OpenAPI 3.1 from the route schemas (@fastify/swagger), split by version: each document holds
  * its own `/vN` paths plus the unversioned operational routes, and only the components it uses.
- * Served at /openapi/{version}.json and /docs in local and staging only (spec 4.7).
+ * Served at /openapi/{version}.json and /docs in local and staging only.
  */
 export default fp(async (fastify) => {
   await fastify.register(swagger, {

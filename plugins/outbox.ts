@@ -1,11 +1,12 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Transporter } from 'nodemailer'
 import type { Counter } from 'prom-client'
 import promClient from 'prom-client'
-import { backoffMs, claimDue, markFailed, markSent, type OutboxMessage } from '../src/domain/outbox.js'
-import { nowMs } from '../src/db/time.js'
+import { backoffMs, claimDue, markFailed, markSent, outboxBacklog, type OutboxMessage } from '../src/domain/outbox.js'
+import { clockMs } from '../src/db/time.js'
 
 export interface OutboxOptions {
   /** run the background loop once the server listens (default true); tests call runOnce instead */
@@ -53,7 +54,7 @@ const DEFAULTS = {
 }
 
 /**
- * The e-mail outbox worker (DESIGN §4): delivers what domain code queued with enqueueEmail,
+ * The e-mail outbox worker: delivers what domain code queued with enqueueEmail,
  * over SMTP (SMTP_URL) or as `.eml` files under DATA_DIR/mail. At least once: a message is
  * marked sent only after delivery, and a claim is a lease that runs out if the process dies.
  */
@@ -79,6 +80,9 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
   }
 
   const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
+  // With tracing on, each delivery is a span (its queries are children); off, the plain call.
+  const traced = fastify.hasDecorator('traced') ? fastify.traced : async <T>(_name: string, _attributes: object, fn: () => Promise<T>) => await fn()
+  if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => outboxBacklog(db, o.maxAttempts), log)
 
   async function deliver (message: OutboxMessage): Promise<void> {
     const mail = {
@@ -103,24 +107,26 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
     await rename(temp, target)
   }
 
-  async function runOnce ({ now = new Date(nowMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
+  async function runOnce ({ now = new Date(clockMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
     const claimed = await claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
     const result = { claimed: claimed.length, sent: 0, failed: 0 }
     for (const message of claimed) {
-      try {
-        await deliver(message)
-      } catch (err) {
-        const final = message.attempts >= o.maxAttempts
-        const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
-        await markFailed(db, message.id, (err as Error).message, retryAt)
-        result.failed++
-        counters?.failed.inc({ final: String(final) })
-        log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
-        continue
-      }
-      await markSent(db, message)
-      result.sent++
-      counters?.sent.inc()
+      await traced('outbox deliver', { 'messaging.system': 'roja.outbox', 'messaging.message.id': message.id, 'roja.outbox.attempt': message.attempts }, async () => {
+        try {
+          await deliver(message)
+        } catch (err) {
+          const final = message.attempts >= o.maxAttempts
+          const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
+          await markFailed(db, message.id, (err as Error).message, retryAt)
+          result.failed++
+          counters?.failed.inc({ final: String(final) })
+          log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
+          return err as Error // marks the span failed
+        }
+        await markSent(db, message)
+        result.sent++
+        counters?.sent.inc()
+      })
     }
     return result
   }
@@ -158,4 +164,27 @@ function makeCounters (registry: promClient.Registry): { sent: Counter, failed: 
     sent: new promClient.Counter({ name: 'roja_outbox_sent_total', help: 'e-mails delivered by the outbox worker', registers: [registry] }),
     failed: new promClient.Counter({ name: 'roja_outbox_failed_total', help: 'failed e-mail delivery attempts; final="true" when no retry is left', labelNames: ['final'], registers: [registry] })
   }
+}
+
+/** Queue depth and the oldest message's age, read with one query when Prometheus scrapes (never per request). */
+function backlogGauges (registry: promClient.Registry, read: () => ReturnType<typeof outboxBacklog>, log: FastifyBaseLogger): void {
+  let backlog: Promise<Awaited<ReturnType<typeof outboxBacklog>> | undefined> | undefined
+  // A scrape starts every collect() in the same tick, so the three gauges share the read in flight.
+  const current = () => {
+    backlog ??= read().catch((err) => { log.warn({ err }, 'outbox backlog unreadable for metrics'); return undefined })
+      .finally(() => { backlog = undefined })
+    return backlog
+  }
+  const gauge = (name: string, help: string, value: (b: Awaited<ReturnType<typeof outboxBacklog>>) => number) =>
+    new promClient.Gauge({
+      name, help, registers: [registry],
+      async collect () {
+        const b = await current()
+        // Unreadable (database down): NaN, never a stale number or a reassuring 0.
+        this.set(b ? value(b) : NaN)
+      }
+    })
+  gauge('roja_outbox_pending_messages', 'e-mails queued and not yet delivered that will still be tried', b => b.pending)
+  gauge('roja_outbox_oldest_pending_age_seconds', 'age of the oldest undelivered e-mail that will still be tried (0 when none)', b => b.oldestQueuedAt ? Math.max(0, (clockMs() - b.oldestQueuedAt.getTime()) / 1000) : 0)
+  gauge('roja_outbox_dead_messages', 'e-mails that used all their attempts and will not be tried again', b => b.dead)
 }

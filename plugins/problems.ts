@@ -10,6 +10,8 @@ const LOCATION: Record<string, ValidationIssue['in']> = { body: 'body', querystr
 const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 // Errors of the database driver that mean "the database is not there", not "our bug".
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY'])
+// pg's errors for a connection the server dropped mid-request (a restart) carry no code, only these messages.
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error)/
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -40,8 +42,8 @@ export default fp(async (fastify) => {
 
   fastify.setErrorHandler(function (err: FastifyError, request, reply) {
     const error = toAppError(err)
-    if (error.status >= 500) request.log.error({ err }, 'request failed')
-    else request.log.info({ code: error.code, detail: error.message }, 'request refused')
+    // Logged by the one request line (src/options.ts), not a line of its own.
+    answered.set(request, error.status >= 500 ? { code: error.code, err } : { code: error.code, detail: error.message })
     return render(reply, error)
   })
 
@@ -55,6 +57,13 @@ export default fp(async (fastify) => {
     return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))
   })
 }, { name: 'problems', dependencies: ['config'] })
+
+const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
+
+/** The problem a request was answered with through the error handler, for its log line. */
+export function problemOf (request: FastifyRequest) {
+  return answered.get(request)
+}
 
 /**
  * The answers the infrastructure can give on any route (token in the URL, body parsing and
@@ -71,7 +80,7 @@ function declareTransportErrors (route: RouteOptions) {
   // plugins/accept.ts: an Accept that allows no JSON (media negotiates and declares its own 406)
   if (!route.config?.negotiatesAccept) codes.push('NotAcceptable')
   if (route.schema && !route.schema.querystring && !route.schema.hide) {
-    // DESIGN §1: an unknown query parameter is 422 on every route, not only on those with filters.
+    // An unknown query parameter is 422 on every route, not only on those with filters.
     route.schema = { ...route.schema, querystring: { type: 'object', properties: {}, additionalProperties: false } }
     codes.push('ValidationFailed')
   }
@@ -107,7 +116,7 @@ export function toAppError (err: FastifyError & { validationContext?: string, er
   if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code) && 'severity' in err) {
     return new AppError('ValidationFailed', 'a value is outside what the server can store')
   }
-  if (err.code && UNAVAILABLE.has(String(err.code))) {
+  if ((err.code && UNAVAILABLE.has(String(err.code))) || (!err.code && UNAVAILABLE_MESSAGE.test(err.message))) {
     return new AppError('ServiceUnavailable', 'a backing service is unavailable, try again later', { headers: { 'retry-after': '5' } })
   }
   if (err instanceof SyntaxError && err.statusCode === 400) return new AppError('MalformedBody', 'the body is not valid JSON')
@@ -147,7 +156,7 @@ export function problemBody (baseUri: string, error: AppError, url: string): Pro
 /**
  * Errors the router raises before any route or hook runs (Fastify `frameworkErrors`): a path
  * parameter over maxParamLength (else a bare 414) or one that is not valid percent-encoding.
- * Both are malformed path parameters: 422 like any other (DESIGN §1).
+ * Both are malformed path parameters: 422 like any other.
  */
 export function frameworkErrors (baseUri: string) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {

@@ -28,6 +28,8 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
  */
 export default fp(async (fastify) => {
   const { config } = fastify
+  // The metrics plugin comes later (its /metrics has a limit of its own): looked up at refusal time.
+  const refused = (limit: 'global' | 'route') => { if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit }) }
   let redis: Redis | undefined
   if (config.REDIS_URL) {
     // loaded only when used: an instance without Redis does not carry the client
@@ -51,6 +53,8 @@ export default fp(async (fastify) => {
     nameSpace: 'roja-rl:',
     // A Redis outage must not take the API down with it.
     skipOnError: true,
+    // Called for each refused request; a route with its own `config.rateLimit` counts as "route".
+    onExceeded: (request) => { refused(request.routeOptions.config?.rateLimit ? 'route' : 'global') },
     errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl, context.after)
   })
 
@@ -58,6 +62,7 @@ export default fp(async (fastify) => {
   fastify.decorate('clientRateLimit', async (request: FastifyRequest) => {
     const result = await perClient(request)
     if (!result.isAllowed && result.isExceeded) {
+      refused('global')
       throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
     }
   })

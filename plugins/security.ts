@@ -1,9 +1,56 @@
+import { BlockList, isIPv4 } from 'node:net'
+import type { Socket } from 'node:net'
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
+import helmet from 'helmet'
 import fp from 'fastify-plugin'
 import { AppError } from '../src/domain/errors.js'
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
+
+// proxy-addr's range names, as subnets.
+const RANGES: Record<string, Array<[string, number]>> = {
+  loopback: [['127.0.0.0', 8], ['::1', 128]],
+  linklocal: [['169.254.0.0', 16], ['fe80::', 10]],
+  uniquelocal: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]]
+}
+
+/** The TRUST_PROXY list as a matcher of peer addresses. */
+export function trustedProxies (entries: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const entry of entries) {
+    for (const [address, prefix] of RANGES[entry] ?? [cidr(entry)]) list.addSubnet(address, prefix, isIPv4(address) ? 'ipv4' : 'ipv6')
+  }
+  return list
+}
+
+function cidr (entry: string): [string, number] {
+  const [address, prefix] = entry.split('/')
+  return [address, prefix === undefined ? (isIPv4(address) ? 32 : 128) : Number(prefix)]
+}
+
+/**
+ * At most `max` open connections per peer address: one client cannot hold every socket
+ * (slowloris). The trusted proxies are exempt, as they carry everyone's connections.
+ */
+function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown }, max: number, exempt: BlockList) {
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress
+    if (peer === undefined) return
+    if (exempt.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) return
+    const count = (open.get(peer) ?? 0) + 1
+    if (count > max) {
+      socket.destroy()
+      return
+    }
+    open.set(peer, count)
+    socket.once('close', () => {
+      const left = (open.get(peer) ?? 1) - 1
+      if (left === 0) open.delete(peer)
+      else open.set(peer, left)
+    })
+  })
+}
 
 /**
  * Transport policy: security headers, CORS from ALLOWED_CORS_ORIGINS, no token in a URL,
@@ -12,11 +59,17 @@ const TOKEN_PARAMS = new Set(['access_token', 'token'])
 export default fp(async (fastify) => {
   const { config } = fastify
   const httpsDirect = Boolean(config.TLS_CERT_FILE)
+  capConnectionsPerPeer(fastify.server, config.MAX_CONNECTIONS_PER_IP, trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []))
 
-  await fastify.register(helmet, {
+  const headers = securityHeaders(helmet({
     // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.
     contentSecurityPolicy: false,
     hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
+  }))
+  // Helmet's headers do not depend on the request: worked out once, set in one call per request.
+  fastify.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(headers)
+    done()
   })
 
   const wildcard = config.corsOrigins.includes('*')
@@ -30,17 +83,30 @@ export default fp(async (fastify) => {
     maxAge: 600
   })
 
-  fastify.addHook('onRequest', async (request) => {
+  // A plain (not async) hook: no promise per request for a check that never waits.
+  fastify.addHook('onRequest', (request, _reply, done) => {
     const query = request.url.indexOf('?')
     if (query !== -1) {
       for (const key of new URLSearchParams(request.url.slice(query + 1)).keys()) {
         if (TOKEN_PARAMS.has(key.trim().toLowerCase())) {
-          throw new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL')
+          return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
         }
       }
     }
     if (config.production && !httpsDirect && request.protocol !== 'https') {
-      throw new AppError('HttpsRequired', 'this API is served over HTTPS only')
+      return done(new AppError('HttpsRequired', 'this API is served over HTTPS only'))
     }
+    done()
   })
 }, { name: 'security', dependencies: ['config', 'problems'] })
+
+/** The headers a helmet middleware sets, captured once from a dry run. */
+function securityHeaders (middleware: ReturnType<typeof helmet>): Record<string, string> {
+  const headers: Record<string, string> = {}
+  const res = {
+    setHeader: (name: string, value: string) => { headers[name.toLowerCase()] = String(value) },
+    removeHeader: (name: string) => { delete headers[name.toLowerCase()] }
+  }
+  middleware({} as never, res as never, () => {})
+  return headers
+}

@@ -27,6 +27,7 @@ export default fp(async (fastify) => {
   const { config } = fastify
   // Off (LOAD_SHEDDING=false, the test config) means no hook at all, not a hook that never fires.
   if (!config.LOAD_SHEDDING) return
+  const refusals = fastify.hasDecorator('refusals') ? fastify.refusals : undefined
   // Default heap ceiling: 90 % of V8's own limit, so we shed before the process dies of OOM.
   const maxHeapUsedBytes = config.MAX_HEAP_BYTES ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9)
   const shed = new AppError('ServiceUnavailable', 'the server is under too much load, try again later', {
@@ -62,6 +63,7 @@ export default fp(async (fastify) => {
         lastWarning = Date.now()
         request.log.warn({ type, value }, 'shedding load: answering 503')
       }
+      refusals?.shed.inc({ reason: type })
       throw type === underPressure.TYPE_HEALTH_CHECK ? unavailable : shed
     }
   })

@@ -55,7 +55,7 @@ export type StudentCreate = Static<typeof StudentCreate>
 export const StudentList = ListOf('students', ref(Student), 'StudentList')
 
 /**
- * Students page by limit/offset or by the spec's page/count (1-based), never both (422).
+ * Students page by limit/offset or by page/count (1-based), never both (422).
  * limit/offset carry no defaults here, so a request that mixes the forms can be told apart.
  */
 const { default: _limitDefault, ...limitRule } = PageQuery.limit

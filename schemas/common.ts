@@ -8,7 +8,7 @@ export function ref<T extends TSchema> (schema: T) {
 
 export const Uuid = Type.String({ format: 'uuid', description: 'UUIDv4', examples: ['7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'] })
 
-/** Output date-time: UTC with a colon-less offset and no fraction (DESIGN §1). */
+/** Output date-time: UTC with a colon-less offset and no fraction. */
 export const DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\+0000$'
 export const DateTime = Type.String({
   pattern: DATE_TIME_PATTERN,
@@ -25,7 +25,7 @@ export const DateTimeInput = Type.String({
 
 export const DateOnly = Type.String({ format: 'date', description: 'calendar date, YYYY-MM-DD', examples: ['2026-12-01'] })
 
-/** A URL that must point to one of ALLOWED_MEDIA_HOSTS (the host rule, spec 4.6). */
+/** A URL that must point to one of ALLOWED_MEDIA_HOSTS (so a post or avatar never points to a host Roja does not trust). */
 export const MediaUrl = Type.String({
   format: 'media-url',
   maxLength: 2048,
@@ -63,7 +63,7 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'ETag the change is based on; a stale one is 412' }))
 })
 
-/** The header of creating POSTs: a retry with the same key and body answers as the first did (DESIGN §1). */
+/** The header of creating POSTs: a retry with the same key and body answers as the first did. */
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'client-chosen key, 1..255 visible ASCII characters; kept 24 h' }))
 })
@@ -82,7 +82,7 @@ export const LIMIT_MAX = 100
 /** The largest offset (and any other unbounded integer input): past 2^53 − 1 a JSON number is not exact, nor safe to hand to SQL. */
 export const OFFSET_MAX = Number.MAX_SAFE_INTEGER
 
-/** limit/offset paging, shared by every list (DESIGN §1). */
+/** limit/offset paging, shared by every list. */
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'page size' }),
   offset: Type.Integer({ minimum: 0, maximum: OFFSET_MAX, default: 0, description: 'number of items skipped' })

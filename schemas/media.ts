@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DateTime, MediaUrl, Params, Uuid } from './common.js'
 
-/** An uploaded file as the API describes it (DESIGN §4); the bytes are at `url`. */
+/** An uploaded file as the API describes it; the bytes are at `url`. */
 export const Media = Type.Object({
   id: Uuid,
   url: { ...MediaUrl, description: 'where the file is served: MEDIA_PUBLIC_URL/v1/media/{id}, never with a file extension' },

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { PageQuery, ref, Nullable } from './common.js'
 import { Post, PostListQuery } from './posts.js'
 
-/** GET /v2/posts: keyset paging by an opaque cursor, the v1 filters (DESIGN §6). */
+/** GET /v2/posts: keyset paging by an opaque cursor, the v1 filters. */
 export const PostCursorQuery = Type.Object({
   limit: PageQuery.limit,
   cursor: Type.Optional(Type.String({

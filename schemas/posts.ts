@@ -35,7 +35,7 @@ export const TAGS_MAX = 10
 export const TAG_MAX_LENGTH = 32
 
 /**
- * The writable fields, the same body for POST and PUT (DESIGN §4). Only `title` and `type`
+ * The writable fields, the same body for POST and PUT. Only `title` and `type`
  * are required. On PUT an absent `slug` or `published_at` keeps the stored value (they were
  * derived by the server); an absent body, tags or media_url is cleared.
  */

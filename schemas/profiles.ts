@@ -9,7 +9,7 @@ export const BANDS = [
 export type Band = typeof BANDS[number]
 
 /**
- * The username as sent: the spec strips surrounding whitespace and lower-cases it, which Ajv
+ * The username as sent: the API strips surrounding whitespace and lower-cases it, which Ajv
  * cannot do, so the schema lets surrounding whitespace through and the domain (normaliseUsername)
  * trims and lower-cases before the value is used or stored. The core is ^[A-Za-z0-9_-]+$.
  */
@@ -38,7 +38,7 @@ const ProfileFields = {
   website: OptionalOrNull(Website)
 }
 
-/** Sign-up body: the spec's UserBase plus last_name and password (DESIGN §3). */
+/** Sign-up body: username, email, password and the profile fields. */
 export const ProfileCreate = Type.Object({
   username: UsernameInput,
   email: Email,

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../plugins/config.js'
-import { formatFindings } from '../src/conventions/check.js'
-import { checkApp } from '../src/conventions/run.js'
+import { formatFindings } from './conventions/check.js'
+import { checkApp } from './conventions/run.js'
 
 // The app as `local` runs it (docs routes included), on a throw-away SQLite file.
 const dir = mkdtempSync(join(tmpdir(), 'roja-conventions-'))

@@ -183,7 +183,7 @@ async function signUp (port: number, store: Store, creator: boolean): Promise<Re
   const username = `soak-${randomUUID().slice(0, 8)}`
   const res = await call(port, 'POST', '/v1/profiles', { first_name: 'Soak', username, email: `${username}@example.com`, password: PASSWORD })
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${res.body}`)
-  // becoming a creator is an operator action (DESIGN §3): done in the database, as the CLI would
+  // becoming a creator is an operator action: done in the database, as the CLI would
   if (creator) await store.query('update "user" set is_creator = $1 where username = $2', [store.url.startsWith('sqlite') ? 1 : true, username])
   const token = await call(port, 'POST', '/v1/auth/token', { username, password: PASSWORD })
   if (token.status !== 200) throw new Error(`token failed: ${token.status} ${token.body}`)
@@ -471,7 +471,7 @@ async function runDialect (dialect: string) {
   try {
     store = dialect === 'postgres' ? await postgresStore(dir) : sqliteStore(dir)
     const base = {
-      ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: 'true', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
+      ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
       DATABASE_URL: store.url, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000', SHUTDOWN_GRACE_MS: String(GRACE_MS)
     }
     server = new Server(await freePort(), base)

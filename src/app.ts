@@ -12,6 +12,7 @@ import mediaStorage from '../plugins/media-storage.js'
 import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
 import outbox, { type OutboxOptions } from '../plugins/outbox.js'
+import type { TracingOptions } from '../plugins/tracing.js'
 import problems from '../plugins/problems.js'
 import rateLimit from '../plugins/rate-limit.js'
 import security from '../plugins/security.js'
@@ -27,17 +28,21 @@ export interface AppOptions {
   dbSchema?: string
   /** the e-mail outbox worker's settings (tests turn the loop off and call runOnce) */
   outbox?: OutboxOptions
+  /** turns tracing on without an OTLP endpoint (tests give an in-memory exporter) */
+  tracing?: TracingOptions
 }
 
 /** The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this. */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(config, { config: opts.config })
+  // First, so every later hook and route is traced. Off (no OTLP endpoint): not even loaded.
+  if (opts.config.tracing || opts.tracing) await fastify.register(import('../plugins/tracing.js'), opts.tracing ?? {})
   await fastify.register(problems)
   await fastify.register(accept)
   await fastify.register(contentType)
   await fastify.register(security)
-  await fastify.register(metrics)
   await fastify.register(rateLimit)
+  await fastify.register(metrics) // after the rate limiter, so /metrics gets its own limit
   await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
   await fastify.register(outbox, opts.outbox ?? {})
   await fastify.register(underPressure)

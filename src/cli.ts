@@ -3,18 +3,17 @@ import { ConfigError, loadConfig } from '../plugins/config.js'
 import { AppError } from './domain/errors.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
-import { parseSeedArgs, seed } from './db/seed.js'
 import { banUser, grantCreator, revokeCreator, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
- * Operator commands: `npm run cli -- <group> <action> [args]`. Exit codes: 0 done,
- * 1 the command failed (unknown user, bad configuration), 2 bad usage.
+ * Operator commands: `npm run cli -- <group> <action> [args]`, on the database of DATABASE_URL
+ * (default: DATA_DIR/roja.sqlite), so give it the same settings as the server.
+ * Exit codes: 0 done (and help), 1 the command failed (unknown user, bad configuration), 2 bad usage.
  */
 export interface Command {
   usage: string
+  help: string
   args: string[]
-  /** for a command with options: checks its arguments instead of counting them */
-  accepts?: (args: string[]) => boolean
   run: (db: Db, args: string[]) => Promise<string>
 }
 
@@ -26,32 +25,52 @@ const flagCommand = (change: (db: Db, username: string) => Promise<FlagChange>, 
 
 /** The command table: add a line here to add a command. */
 export const commands: Record<string, Command> = {
-  'creator grant': { usage: 'creator grant <username>', args: ['username'], run: flagCommand(grantCreator, 'is now a creator', 'is already a creator') },
-  'creator revoke': { usage: 'creator revoke <username>', args: ['username'], run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator') },
-  'user ban': { usage: 'user ban <username>', args: ['username'], run: flagCommand(banUser, 'is now banned', 'is already banned') },
-  'user unban': { usage: 'user unban <username>', args: ['username'], run: flagCommand(unbanUser, 'is no longer banned', 'is not banned') },
-  seed: {
-    usage: 'seed --posts <n> [--users <m>]',
-    args: [],
-    accepts: args => parseSeedArgs(args) !== undefined,
-    run: async (db, args) => {
-      const done = await seed(db, parseSeedArgs(args)!)
-      return `seeded ${done.users} users (${done.creators} creators) and ${done.posts} posts with ${done.tags} tags; password: ${done.password}`
-    }
+  'creator grant': {
+    usage: 'creator grant <username>', help: 'lets the user publish posts and open shops and classes', args: ['username'],
+    run: flagCommand(grantCreator, 'is now a creator', 'is already a creator')
+  },
+  'creator revoke': {
+    usage: 'creator revoke <username>', help: 'takes creator rights away (their posts stay)', args: ['username'],
+    run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator')
+  },
+  'user ban': {
+    usage: 'user ban <username>', help: 'blocks the user at once, tokens already issued included', args: ['username'],
+    run: flagCommand(banUser, 'is now banned', 'is already banned')
+  },
+  'user unban': {
+    usage: 'user unban <username>', help: 'lets a banned user sign in again', args: ['username'],
+    run: flagCommand(unbanUser, 'is no longer banned', 'is not banned')
   }
 }
 
-function usage (): string {
-  return ['usage: npm run cli -- <command>', ...Object.values(commands).map(c => `  ${c.usage}`)].join('\n')
+const HELP_FLAGS = new Set(['--help', '-h', 'help'])
+
+/** Help for the commands whose name starts with `prefix` (all of them for an empty prefix). */
+function help (prefix: string[]): string {
+  const shown = Object.entries(commands).filter(([name]) => prefix.every((word, i) => name.split(' ')[i] === word))
+  const width = Math.max(...shown.map(([, c]) => c.usage.length))
+  return [
+    `usage: npm run cli -- ${prefix.length === 2 ? shown[0][1].usage : '<command>'}`,
+    '',
+    ...shown.map(([, c]) => `  ${c.usage.padEnd(width)}  ${c.help}`),
+    '',
+    'Uses the database of DATABASE_URL (default: sqlite under DATA_DIR, ./data): give it the same',
+    'settings as the server. Exit codes: 0 done, 1 failed (unknown user, bad configuration), 2 bad usage.'
+  ].join('\n')
 }
 
 export async function main (argv: string[]): Promise<number> {
-  const words = Object.hasOwn(commands, argv[0] ?? '') ? 1 : 2 // one-word commands (seed) take options
-  const command = commands[argv.slice(0, words).join(' ')]
-  const args = argv.slice(words)
-  const accepted = command?.accepts ? command.accepts(args) : args.length === command?.args.length
-  if (!command || !accepted || args.some(a => a.trim() === '')) {
-    console.error(command ? `usage: npm run cli -- ${command.usage}` : usage())
+  const helpAt = argv.findIndex(a => HELP_FLAGS.has(a))
+  if (helpAt >= 0) {
+    const prefix = argv.slice(0, Math.min(helpAt, 2))
+    const known = Object.keys(commands).some(name => prefix.every((word, i) => name.split(' ')[i] === word))
+    console[known ? 'log' : 'error'](help(known ? prefix : []))
+    return known ? 0 : 2
+  }
+  const command = commands[argv.slice(0, 2).join(' ')]
+  const args = argv.slice(2)
+  if (!command || args.length !== command.args.length || args.some(a => a.trim() === '')) {
+    console.error(command ? `usage: npm run cli -- ${command.usage}` : help([]))
     return 2
   }
   let config
@@ -75,7 +94,7 @@ export async function main (argv: string[]): Promise<number> {
   }
 }
 
-// Run only as the entry point, so other modules (a future `seed`) may import the table.
+// Run only as the entry point, so tests may import the table.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   process.exitCode = await main(process.argv.slice(2))
 }

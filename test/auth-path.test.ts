@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs'
+import type { InjectOptions } from 'fastify'
 import t from 'tap'
 import { build, json } from './helper.js'
 
 // Every operation the exported documents mark as needing a token (security without the anonymous `{}`).
 const UUID = '00000000-0000-4000-8000-000000000000'
 function authenticatedOperations () {
-  const ops: Array<{ method: string, url: string, id: string }> = []
+  const ops: Array<{ method: InjectOptions['method'], url: string, id: string }> = []
   for (const version of ['v1', 'v2']) {
     const doc = JSON.parse(readFileSync(new URL(`../openapi/${version}.json`, import.meta.url), 'utf8'))
     for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
@@ -13,7 +14,7 @@ function authenticatedOperations () {
         const security: Array<Record<string, unknown>> | undefined = op.security
         // public ([]) and optional-token ([{}, {bearerAuth}]) operations need none
         if (!security?.length || security.some(s => Object.keys(s).length === 0)) continue
-        ops.push({ method: method.toUpperCase(), url: path.replace(/\{[^}]+\}/g, UUID), id: op.operationId })
+        ops.push({ method: method.toUpperCase() as InjectOptions['method'], url: path.replace(/\{[^}]+\}/g, UUID), id: op.operationId })
       }
     }
   }

@@ -5,7 +5,8 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { nowIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/time.js'
+import { main } from '../src/cli.js'
 
 const run = promisify(execFile)
 
@@ -29,7 +30,7 @@ t.test('operator commands', async (t) => {
   const db = createDb(url)
   t.teardown(() => db.destroy())
   await migrateToLatest(db)
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('user').values({
     id: '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10', username: 'ada', email: 'ada@example.com', password_hash: 'x',
     is_active: true, is_creator: false, created_at: now, updated_at: now
@@ -89,4 +90,24 @@ t.test('operator commands', async (t) => {
     t.equal(extra.code, 2)
     t.same(await flags(), { is_creator: false, is_active: true }, 'nothing changed')
   })
+})
+
+t.test('--help exits 0, for the CLI and for every command', async (t) => {
+  // In-process (a process start each is slow on a busy machine): main's result is the exit code.
+  const printed = t.capture(console, 'log')
+  const refused = t.capture(console, 'error')
+  t.equal(await main(['--help']), 0)
+  const all = printed().map(c => c.args.join(' ')).join('\n')
+  t.match(all, /creator grant <username>\s+lets the user publish/)
+  t.match(all, /same\s+settings as the server/, 'says the CLI must use the server\'s database')
+  for (const command of ['creator grant', 'creator revoke', 'user ban', 'user unban']) {
+    t.equal(await main([...command.split(' '), '--help']), 0, command)
+    t.match(printed().map(c => c.args.join(' ')).join('\n'), new RegExp(`usage: npm run cli -- ${command} <username>`))
+  }
+  t.equal(await main(['user', '-h']), 0)
+  const group = printed().map(c => c.args.join(' ')).join('\n')
+  t.match(group, /user ban/)
+  t.notMatch(group, /creator grant/, 'a group shows its own commands')
+  t.equal(await main(['shop', '--help']), 2, 'help for an unknown command is bad usage')
+  t.match(refused().map(c => c.args.join(' ')).join('\n'), /usage: npm run cli -- <command>/)
 })

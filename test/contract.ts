@@ -128,7 +128,7 @@ export async function seed (app: FastifyInstance, doc: Schema, gen: Gen, creator
   const remember = (param: string, item: { id?: string, type?: string }) => {
     if (!item?.id) return
     ;(ids[param] ??= []).push(item.id)
-    // a course is a post of type COURSE (DESIGN §4)
+    // a course is a post of type COURSE
     if (param === 'postId' && item.type === 'COURSE') (ids.courseId ??= []).push(item.id)
   }
   const fill = (path: string) => {

@@ -7,9 +7,9 @@ import { Problem, errorResponses } from '../schemas/problems.js'
 import {
   checkAll, checkLists, checkPathParams, checkPaths, checkProperties, checkQueryNames, checkRouteSchemas, checkTables,
   formatFindings, type Finding, type RouteInfo, type SchemaMap
-} from '../src/conventions/check.js'
-import { collectRoutes, collectSchemas, collectTables } from '../src/conventions/collect.js'
-import { checkApp } from '../src/conventions/run.js'
+} from '../scripts/conventions/check.js'
+import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
+import { checkApp } from '../scripts/conventions/run.js'
 import { createDb } from '../src/db/dialect.js'
 import { serverOptions } from '../src/options.js'
 import { freshDatabase, testConfig } from './helper.js'
@@ -89,7 +89,7 @@ t.test('a path parameter has one name everywhere', async (t) => {
     f.get('/v1/profiles/:profileId', { schema: schema() }, handler) // good
     f.get('/v1/creators/:profileId', { schema: schema() }, handler) // good: the declared alias
     f.get('/v1/profiles/:id/posts', { schema: schema() }, handler) // another name for {profileId}
-    f.get('/v1/creators/:creatorId/posts', { schema: schema() }, handler) // the spec's own slip (DESIGN §1)
+    f.get('/v1/creators/:creatorId/posts', { schema: schema() }, handler) // a parameter named after another resource
     f.get('/v1/shops/:shop_id', { schema: schema() }, handler) // not camelCase
   })
   t.same(rules(checkPathParams(routes)), [

@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
-import { formatDateTime, formatNullableDateTime, isLenientDateTime, nowIso, parseDateTimeInput, toDate } from '../src/db/time.js'
+import { formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
 import { createAjv } from '../src/options.js'
 import { dialect, freshDatabase } from './helper.js'
 
@@ -19,7 +19,7 @@ async function openDb (t: Test, { migrate = true } = {}): Promise<Db> {
 }
 
 async function insertUser (db: Db, id: string, flags: { is_active: boolean, is_creator: boolean }) {
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('user').values({
     id, username: `u-${id}`, email: `${id}@example.com`, password_hash: 'x', ...flags, created_at: now, updated_at: now
   }).execute()
@@ -89,7 +89,7 @@ t.test('formatDateTime: UTC, colon-less offset, no fraction', async (t) => {
   t.equal(formatDateTime('2026-11-21T01:30:00+0200'), '2026-11-20T23:30:00+0000', 'as long as the stored UTC form, but another zone: parsed')
   t.equal(formatNullableDateTime(null), null)
   t.equal(formatNullableDateTime('2026-01-01T00:00:00Z'), '2026-01-01T00:00:00+0000')
-  t.match(formatDateTime(nowIso()), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/)
+  t.match(formatDateTime(writeTimeIso()), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/)
   t.equal(toDate('2026-01-01T00:00:00.000Z').getTime(), Date.UTC(2026, 0, 1))
 })
 

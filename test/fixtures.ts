@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { hashPassword } from '../src/domain/passwords.js'
-import { nowIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/time.js'
 
 export const PASSWORD = 'correct horse battery staple'
 let cachedHash: Promise<string> | undefined
@@ -23,7 +23,7 @@ export async function createUser (app: FastifyInstance, opts: { username?: strin
   const id = randomUUID()
   const username = opts.username ?? `user-${id.slice(0, 8)}`
   const email = `${username}@example.com`
-  const now = nowIso()
+  const now = writeTimeIso()
   cachedHash ??= hashPassword(PASSWORD)
   await app.db.insertInto('user').values({
     id, username, email, password_hash: await cachedHash,

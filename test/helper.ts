@@ -5,6 +5,7 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import app from '../src/app.js'
 import type { OutboxOptions } from '../plugins/outbox.js'
+import type { TracingOptions } from '../plugins/tracing.js'
 import { loadConfig, type Config } from '../plugins/config.js'
 import { serverOptions } from '../src/options.js'
 
@@ -61,6 +62,8 @@ export interface BuildOptions {
   database?: { url: string, schema?: string }
   /** outbox worker settings (it only runs in the background once the app listens) */
   outbox?: OutboxOptions
+  /** turn tracing on, spans to this exporter */
+  tracing?: TracingOptions
 }
 
 /** Builds the real app on a fresh database, ready for `app.inject`; closed at teardown. */
@@ -77,7 +80,7 @@ export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyI
       }
     : {}
   const server = Fastify(serverOptions(config, overrides))
-  await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox })
+  await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox, tracing: opts.tracing })
   await server.ready()
   t.teardown(() => server.close())
   return server

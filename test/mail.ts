@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { SMTPServer } from 'smtp-server'
 import type { Test } from 'tap'
-import { nowIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/time.js'
 
 /** Test helpers for e-mail: a real SMTP server on loopback, and posts put straight into the database. */
 
@@ -76,7 +76,7 @@ function decodeHeader (value: string): string {
 /** A published post of `creatorId`, inserted directly (sort_at included). */
 export async function insertPost (app: FastifyInstance, creatorId: string, title = 'A post'): Promise<string> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await app.db.insertInto('post').values({
     id, creator_id: creatorId, type: 'ARTICLE', slug: `post-${id.slice(0, 8)}`, title, body: '', tags: '[]',
     media_url: null, published_at: now, created_at: now, updated_at: now, sort_at: now

@@ -30,7 +30,7 @@ export async function backdate (app: FastifyInstance, postId: string, minutesAgo
   await app.db.updateTable('post').set({ created_at: at, updated_at: at, published_at: at, sort_at: at }).where('id', '=', postId).execute()
 }
 
-/** The list rules every list shares (DESIGN §1): limit 1..100, offset ≥ 0, sort enum, no unknown parameters. */
+/** The list rules every list shares: limit 1..100, offset ≥ 0, sort enum, no unknown parameters. */
 export async function checkListBounds (t: Test, app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
   const sep = url.includes('?') ? '&' : '?'
   const status = async (query: string) => (await app.inject({ method: 'GET', url: `${url}${sep}${query}`, headers })).statusCode

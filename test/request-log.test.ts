@@ -28,3 +28,14 @@ t.test('at debug, the arrival is logged too', async (t) => {
   t.equal(arrival.reqId, done.reqId)
   t.same(rest, [])
 })
+
+t.test('a refused request is still one line at info, carrying the problem code', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs, logLevel: 'info' })
+  logs.length = 0
+  const res = await app.inject({ method: 'GET', url: '/v1/posts?limit=0' })
+  t.equal(res.statusCode, 422)
+  const [line, ...rest] = lines(logs)
+  t.same(rest, [], 'one line, not a "refused" line and a "completed" line')
+  t.match(line, { level: 30, msg: 'request completed', problem: 'ValidationFailed', res: { statusCode: 422 }, req: { url: '/v1/posts?limit=0' } })
+})

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { connect, type Socket } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import t from 'tap'
+import SQLite from 'better-sqlite3'
+import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
@@ -107,4 +109,60 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   t.equal(code, 0, 'exits 0')
   t.notOk(existsSync(join(dataDir, 'roja.sqlite-wal')), 'the database was closed (SQLite removes the WAL file on a clean close)')
   t.notMatch(output.text, /killed by timeout/)
+})
+
+/** Starts the server from source with `env` and returns its exit code and output once it stops. */
+async function startFailure (env: Record<string, string>): Promise<{ code: number | null, output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stdout.on('data', (c) => { output += String(c) })
+  child.stderr.on('data', (c) => { output += String(c) })
+  const timer = setTimeout(() => child.kill('SIGKILL'), START_DEADLINE_MS)
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  clearTimeout(timer)
+  return { code, output }
+}
+
+/** The one fatal line of a failed start: readable, no stack. */
+function fatalLine (t: Test, output: string) {
+  const fatal = output.split('\n').filter(l => l.includes('"level":60'))
+  t.equal(fatal.length, 1, `one fatal line:\n${output}`)
+  t.notMatch(output, /\n\s+at /, 'no stack trace')
+  return JSON.parse(fatal[0] ?? '{}') as { msg: string }
+}
+
+t.test('a start that fails says what failed in one line, with an exit code of its own', async (t) => {
+  t.test('port already in use: 75', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'roja-server-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    const port = await freePort()
+    const taken = createServer().listen(port, '127.0.0.1')
+    await once(taken, 'listening')
+    t.teardown(() => taken.close())
+    const { code, output } = await startFailure({ PORT: String(port), DATA_DIR: dataDir })
+    t.equal(code, 75)
+    t.match(fatalLine(t, output), { msg: `cannot listen: 127.0.0.1:${port} is already in use` })
+  })
+
+  t.test('database unreachable: 69, naming its host and port (never its password)', async (t) => {
+    const port = await freePort()
+    const { code, output } = await startFailure({ PORT: '0', DATABASE_URL: `postgres://roja:s3cret@127.0.0.1:${port}/roja` })
+    t.equal(code, 69)
+    t.match(fatalLine(t, output), { msg: new RegExp(`^cannot reach the database at 127\\.0\\.0\\.1:${port}/roja`) })
+    t.notMatch(output, /s3cret/)
+  })
+
+  t.test('a migration that fails: 65, naming the migration', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'roja-server-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    // A table the first migration creates is already there, as another program's would be.
+    const db = new SQLite(join(dataDir, 'roja.sqlite'))
+    db.exec('create table "user" (id integer)')
+    db.close()
+    const { code, output } = await startFailure({ PORT: '0', DATA_DIR: dataDir })
+    t.equal(code, 65)
+    t.match(fatalLine(t, output), { msg: /^migration 2026_11_21_0001_initial failed: .*already exists/ })
+  })
 })

@@ -4,7 +4,7 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  Kysely, OperationNodeTransformer, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
+  Kysely, OperationNodeTransformer, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
   type KyselyPlugin, type PluginTransformQueryArgs, type PrimitiveValueListNode, type PluginTransformResultArgs, type QueryResult,
   type RootOperationNode, type UnknownRow, type ValueNode
 } from 'kysely'
@@ -31,6 +31,15 @@ export interface DbOptions {
   /** PostgreSQL schema to work in (tests isolate each file in its own). */
   schema?: string
   poolSize?: number
+  /** Kysely's query log: called after every query with its duration (metrics and tracing listen) */
+  log?: LogConfig
+}
+
+const pools = new WeakMap<Db, pg.Pool>()
+
+/** The PostgreSQL pool behind a database (undefined on SQLite): its counts are metrics. */
+export function poolOf (db: Db): pg.Pool | undefined {
+  return pools.get(db)
 }
 
 export function createDb (url: string, opts: DbOptions = {}): Db {
@@ -45,7 +54,9 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
     // A checked-out client whose server goes away emits 'error' too; unheard, that kills the process.
     // Its query still fails (→ 503) and pg-pool discards the broken client on release.
     pool.on('connect', (client) => { client.on('error', () => {}) })
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: opts.log })
+    pools.set(db, pool)
+    return db
   }
   const file = url.slice('sqlite:'.length)
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
@@ -55,7 +66,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }), plugins: [new SqliteBooleans()] })
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }), plugins: [new SqliteBooleans()], log: opts.log })
 }
 
 const STATEMENT_CACHE_SIZE = 500

@@ -15,6 +15,13 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_0001_post_counter_slots': postCounterSlots
 }
 
+/** A migration that ran and failed (as opposed to a database that could not be reached). */
+export class MigrationError extends Error {
+  constructor (readonly migration: string, cause: unknown) {
+    super(`migration ${migration} failed: ${(cause as Error)?.message ?? String(cause)}`, { cause })
+  }
+}
+
 const provider: MigrationProvider = { getMigrations: async () => migrations }
 
 export async function migrateToLatest (db: Db): Promise<string[]> {
@@ -25,6 +32,8 @@ export async function migrateToLatest (db: Db): Promise<string[]> {
     : undefined
   const migrator = new Migrator({ db, provider, migrationTableSchema })
   const { error, results } = await migrator.migrateToLatest()
+  const failed = results?.find(r => r.status === 'Error')
+  if (error && failed) throw new MigrationError(failed.migrationName, error)
   if (error) throw error
   return (results ?? []).filter(r => r.status === 'Success').map(r => r.migrationName)
 }

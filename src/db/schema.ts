@@ -1,14 +1,14 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 /**
  * Timestamps are written as ISO strings; SQLite gives strings back and PostgreSQL (timestamptz) Dates.
  * `toDate` in src/db/time.ts reads either.
  */
-export type Timestamp = ColumnType<Date | string, string, string>
+type Timestamp = ColumnType<Date | string, string, string>
 /** Dates (`_date`) travel as 'YYYY-MM-DD' on both dialects (pg's DATE parser is set to keep the text). */
-export type DateText = string
+type DateText = string
 /** Booleans: SQLite stores 0/1, PostgreSQL boolean; write booleans, read with `Boolean()`. */
-export type Bool = ColumnType<boolean | number, boolean, boolean>
+type Bool = ColumnType<boolean | number, boolean, boolean>
 
 export interface UserTable {
   id: string
@@ -206,9 +206,3 @@ export interface Database {
   class: ClassTable
   student: StudentTable
 }
-
-export type UserRow = Selectable<UserTable>
-export type NewUser = Insertable<UserTable>
-export type ProfileRow = Selectable<ProfileTable>
-export type ProfileUpdate = Updateable<ProfileTable>
-export type PostRow = Selectable<PostTable>

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
 import type { AlertTable } from '../db/schema.js'
-import { formatDateTime, formatNullableDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, formatNullableDateTime, writeTimeIso } from '../db/time.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
@@ -45,7 +45,7 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
   const id = randomUUID()
   const message = `${actor.username} left a ${input.kind} on your post "${post.title}"`
   await db.insertInto('alert').values({
-    id, user_id: post.creator_id, kind: input.kind, message, post_id: post.id, created_at: nowIso(), sent_at: null
+    id, user_id: post.creator_id, kind: input.kind, message, post_id: post.id, created_at: writeTimeIso(), sent_at: null
   }).execute()
   await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind, post.title), body: message, alertId: id })
   return id

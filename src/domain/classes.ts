@@ -3,22 +3,25 @@ import type { Selectable } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, StudentTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { assertOwnCourse } from './courses.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
-import { ownerOf, ownersById } from './people.js'
+import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
 /** Classes (optionally teaching one of the owner's courses) and their students, whose data only the class owner sees. */
 
-type Owners = Awaited<ReturnType<typeof ownersById>>
+function selectClasses (db: Db) {
+  return db.selectFrom('class')
+    .innerJoin('user', 'user.id', 'class.owner_id')
+    .innerJoin('profile', 'profile.id', 'class.owner_id')
+    .selectAll('class').select([...PERSON_COLUMNS])
+}
 
-function toClass (row: Selectable<ClassTable>, owners: Owners): Class {
-  const owner = owners.get(row.owner_id)
-  if (!owner) throw new Error(`class ${row.id} has no owner`) // unreachable: foreign key
+function toClass (row: Selectable<ClassTable> & PersonRow): Class {
   return {
     id: row.id,
-    owner,
+    owner: toPerson(row.owner_id, row),
     name: row.name,
     course_id: row.course_id,
     starts_date: row.starts_date,
@@ -40,28 +43,26 @@ function toStudent (row: Selectable<StudentTable>): Student {
   }
 }
 
-const CLASS_SORT = { name: 'name', starts_date: 'starts_date', created_at: 'created_at' }
+const CLASS_SORT = { name: 'class.name', starts_date: 'class.starts_date', created_at: 'class.created_at' }
 
 export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
-  let q = db.selectFrom('class').selectAll()
-  if (query.owner_id) q = q.where('owner_id', '=', query.owner_id)
-  if (query.course_id) q = q.where('course_id', '=', query.course_id)
-  const sort = parseSort(query.sort, CLASS_SORT, [{ column: 'created_at', direction: 'desc' }], 'id', ['starts_date'])
+  let q = selectClasses(db)
+  if (query.owner_id) q = q.where('class.owner_id', '=', query.owner_id)
+  if (query.course_id) q = q.where('class.course_id', '=', query.course_id)
+  const sort = parseSort(query.sort, CLASS_SORT, [{ column: 'class.created_at', direction: 'desc' }], 'class.id', ['class.starts_date'])
   const { rows, total } = await fetchPage(q, sort, page)
-  const owners = await ownersById(db, rows.map(r => r.owner_id))
-  return { items: rows.map(r => toClass(r, owners)), total }
+  return { items: rows.map(toClass), total }
 }
 
 export async function getClass (db: Db, classId: string): Promise<Class> {
-  const row = await orNotFound(db.selectFrom('class').selectAll().where('id', '=', classId).executeTakeFirst(),
-    'ClassNotFound', `no class with id ${classId}`)
-  return toClass(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
+  return toClass(await orNotFound(selectClasses(db).where('class.id', '=', classId).executeTakeFirst(),
+    'ClassNotFound', `no class with id ${classId}`))
 }
 
 export async function createClass (db: Db, ownerId: string, body: ClassCreate): Promise<Class> {
   if (body.course_id) await assertOwnCourse(db, body.course_id, ownerId)
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('class').values({
     id, owner_id: ownerId, name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null,
     created_at: now, updated_at: now
@@ -87,7 +88,7 @@ export async function getStudent (db: Db, classId: string, studentId: string): P
 
 export async function createStudent (db: Db, classId: string, body: StudentCreate): Promise<Student> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('student').values({
     id, class_id: classId, first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex,
     email: body.email ?? null, created_at: now, updated_at: now

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { AppError } from './errors.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { isPostgres } from '../db/dialect.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
+import { PERSON_COLUMNS, toPerson } from './people.js'
 
 /** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
 export type CommentGuard = (current: Comment) => void
@@ -19,7 +20,7 @@ function selectComments (db: Executor, postId: string) {
     .innerJoin('user', 'user.id', 'comment.author_id')
     .innerJoin('profile', 'profile.id', 'comment.author_id')
     .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at',
-      'user.username', 'profile.first_name', 'profile.last_name'])
+      ...PERSON_COLUMNS])
     .where('comment.post_id', '=', postId)
 }
 
@@ -29,7 +30,7 @@ function toComment (row: CommentRow): Comment {
   return {
     id: row.id,
     post_id: row.post_id,
-    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    author: toPerson(row.author_id, row),
     text: row.text,
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)
@@ -55,7 +56,7 @@ export async function getComment (db: Executor, postId: string, commentId: strin
 /** A new comment; the post's creator is alerted in the same transaction. */
 export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   return db.transaction().execute(async (trx) => {
     await assertPostVisible(trx, postId, authorId)
     await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
@@ -67,7 +68,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
 export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, input: CommentWrite, guard: CommentGuard): Promise<Comment> {
   return db.transaction().execute(async (trx) => {
     guard(await lockComment(trx, postId, commentId, viewerId))
-    await trx.updateTable('comment').set({ text: input.text, updated_at: nowIso() }).where('id', '=', commentId).execute()
+    await trx.updateTable('comment').set({ text: input.text, updated_at: writeTimeIso() }).where('id', '=', commentId).execute()
     return getComment(trx, postId, commentId, viewerId)
   })
 }

@@ -4,7 +4,7 @@ import { AppError, orNotFound } from './errors.js'
 import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { getPost } from './posts.js'
 
@@ -95,7 +95,7 @@ export async function createChapter (db: Db, courseId: string, body: ChapterCrea
   const id = randomUUID()
   await db.transaction().execute(async (trx) => {
     const position = await makeRoom(trx, 'chapter', courseId, body.position)
-    const now = nowIso()
+    const now = writeTimeIso()
     await trx.insertInto('chapter').values({ id, course_id: courseId, title: body.title, position, created_at: now, updated_at: now }).execute()
   })
   return chapterOf(db, courseId, id)
@@ -118,7 +118,7 @@ export async function createLesson (db: Db, chapterId: string, body: LessonCreat
   const id = randomUUID()
   await db.transaction().execute(async (trx) => {
     const position = await makeRoom(trx, 'lesson', chapterId, body.position)
-    const now = nowIso()
+    const now = writeTimeIso()
     await trx.insertInto('lesson').values({ id, chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now }).execute()
   })
   return getLessonRow(db, id)
@@ -158,7 +158,7 @@ async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string,
   const end = Number(last ?? 0) + 1
   const position = wanted === undefined || wanted > end ? end : wanted
   if (position < end) {
-    await trx.updateTable(t).set(eb => ({ position: eb('position', '+', 1), updated_at: nowIso() }))
+    await trx.updateTable(t).set(eb => ({ position: eb('position', '+', 1), updated_at: writeTimeIso() }))
       .where(column, '=', parentId).where('position', '>=', position).execute()
   }
   return position

@@ -7,7 +7,7 @@ import type { ByteRange, MediaStorage } from './storage.js'
 import type { Media } from '../../schemas/media.js'
 import type { Db } from '../db/dialect.js'
 import type { MediaTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 
 export type MediaRow = Selectable<MediaTable>
 
@@ -75,7 +75,7 @@ function isUtf8Text (head: Buffer, cut: boolean): boolean {
 }
 
 export async function insertMedia (db: Db, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
-  const row = { ...upload, owner_id: ownerId, created_at: nowIso() }
+  const row = { ...upload, owner_id: ownerId, created_at: writeTimeIso() }
   await db.insertInto('media').values(row).execute()
   return row
 }

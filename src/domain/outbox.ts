@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import { isPostgres, type Db, type Executor } from '../db/dialect.js'
 import type { OutboxMessageTable } from '../db/schema.js'
-import { nowIso, nowMs } from '../db/time.js'
+import { writeTimeIso, clockMs, toDate } from '../db/time.js'
 
 export type OutboxMessage = Selectable<OutboxMessageTable>
 
@@ -19,7 +19,7 @@ export interface Email {
  */
 export async function enqueueEmail (db: Executor, email: Email): Promise<string> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await db.insertInto('outbox_message').values({
     id,
     to_address: email.to,
@@ -77,7 +77,7 @@ export async function claimDue (db: Db, opts: ClaimOptions): Promise<OutboxMessa
 }
 
 /** Records a delivery, and the alert's `sent_at` when the message carried one. */
-export async function markSent (db: Db, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(nowMs())): Promise<void> {
+export async function markSent (db: Db, message: Pick<OutboxMessage, 'id' | 'alert_id'>, now = new Date(clockMs())): Promise<void> {
   const sentAt = now.toISOString()
   await db.transaction().execute(async (trx) => {
     await trx.updateTable('outbox_message')
@@ -103,6 +103,29 @@ export async function markFailed (db: Db, id: string, error: string, nextAttempt
     })
     .where('id', '=', id)
     .execute()
+}
+
+export interface OutboxBacklog {
+  /** unsent messages that will still be tried */
+  pending: number
+  /** when the oldest of them was queued (undefined when none is) */
+  oldestQueuedAt?: Date
+  /** unsent messages that used all their attempts and stay failed */
+  dead: number
+}
+
+/** The undelivered messages, in one query over the unsent rows only (the due index leads with sent_at). */
+export async function outboxBacklog (db: Db, maxAttempts: number): Promise<OutboxBacklog> {
+  const row = await db.selectFrom('outbox_message')
+    .where('sent_at', 'is', null)
+    .select(eb => [
+      eb.fn.countAll<number | string>().as('unsent'),
+      eb.fn.sum<number | string | null>(eb.case().when('attempts', '>=', maxAttempts).then(1).else(0).end()).as('dead'),
+      eb.fn.min(eb.case().when('attempts', '<', maxAttempts).then(eb.ref('created_at')).end()).as('oldest')
+    ])
+    .executeTakeFirstOrThrow()
+  const dead = Number(row.dead ?? 0)
+  return { pending: Number(row.unsent) - dead, dead, oldestQueuedAt: row.oldest ? toDate(row.oldest) : undefined }
 }
 
 /** Exponential backoff: base, 2·base, 4·base … after the 1st, 2nd, 3rd … attempt, capped at `maxMs`. */

@@ -1,26 +1,16 @@
-import type { Db } from '../db/dialect.js'
 import { AppError } from './errors.js'
 
 /**
- * The owners of rows as the API shows a person: `{id, username, first_name, last_name}`,
- * fetched in one query for a whole page.
+ * One way to embed a person (a post's creator, a comment's author, a shop's owner): the query
+ * joins `user` and `profile` on the person's id and selects PERSON_COLUMNS; toPerson shapes them.
  */
-export async function ownersById (db: Db, ids: readonly string[]) {
-  const unique = [...new Set(ids)]
-  if (unique.length === 0) return new Map<string, never>()
-  const rows = await db.selectFrom('user')
-    .innerJoin('profile', 'profile.id', 'user.id')
-    .select(['user.id as id', 'user.username as username', 'profile.first_name as first_name', 'profile.last_name as last_name'])
-    .where('user.id', 'in', unique)
-    .execute()
-  return new Map(rows.map(r => [r.id, r]))
-}
+export const PERSON_COLUMNS = ['user.username', 'profile.first_name', 'profile.last_name'] as const
 
-/** The owner of one row; the foreign key guarantees it exists. */
-export async function ownerOf (db: Db, id: string) {
-  const owner = (await ownersById(db, [id])).get(id)
-  if (!owner) throw new Error(`user ${id} has no profile`) // unreachable: every user has a profile
-  return owner
+export interface PersonRow { username: string, first_name: string, last_name: string | null }
+
+/** What the API shows of a person: `{id, username, first_name, last_name}`. */
+export function toPerson (id: string, row: PersonRow) {
+  return { id, username: row.username, first_name: row.first_name, last_name: row.last_name }
 }
 
 /** The ownership rule: only the owner may act on a resource (403 UserNotOwner otherwise). */

@@ -3,12 +3,13 @@ import { sql } from 'kysely'
 import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
-import { clockIso, formatDateTime, formatNullableDateTime, nowIso, nowMs, parseDateTimeInput, toDate } from '../db/time.js'
+import { clockIso, formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { getCreator } from './users.js'
+import { PERSON_COLUMNS, toPerson } from './people.js'
 
 /**
  * A check run inside the change's transaction against the post as it is now, before anything
@@ -26,7 +27,7 @@ function selectPosts (db: Executor) {
     .innerJoin('profile', 'profile.id', 'post.creator_id')
     .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.tags', 'post.media_url',
       'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
-      'user.username', 'profile.first_name', 'profile.last_name'])
+      ...PERSON_COLUMNS])
 }
 
 type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
@@ -40,7 +41,7 @@ function toPost (row: PostRow): Post {
     body: row.body,
     tags: JSON.parse(row.tags) as string[],
     media_url: row.media_url,
-    creator: { id: row.creator_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    creator: toPerson(row.creator_id, row),
     published_at: formatNullableDateTime(row.published_at),
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)
@@ -48,9 +49,9 @@ function toPost (row: PostRow): Post {
 }
 
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
-function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
+export function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
   if (viewerId !== undefined && row.creator_id === viewerId) return true
-  return row.published_at !== null && toDate(row.published_at).getTime() <= nowMs()
+  return row.published_at !== null && toDate(row.published_at).getTime() <= clockMs()
 }
 
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
@@ -153,7 +154,7 @@ export async function listCreatorPosts (db: Executor, profileId: string, query: 
 /** Creates a post and its tag rows in one transaction; a taken slug is 409. */
 export async function createPost (db: Executor, creatorId: string, input: PostCreate): Promise<Post> {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
@@ -177,7 +178,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
   return inTransaction(db, slug, async (trx) => {
     const current = await lockVisible(trx, postId, viewerId)
     guard(toPost(current))
-    const now = nowIso()
+    const now = writeTimeIso()
     const publishedAt = input.published_at === undefined
       ? current.published_at === null ? null : toDate(current.published_at).toISOString()
       : input.published_at === null ? null : parseDateTimeInput(input.published_at)
@@ -223,7 +224,7 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
 
 function statusOf (row: PostRow): string {
   if (row.published_at === null) return 'draft'
-  return toDate(row.published_at).getTime() <= nowMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
+  return toDate(row.published_at).getTime() <= clockMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
 }
 
 /** The row to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */

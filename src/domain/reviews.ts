@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from './errors.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { fetchPage, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible, isUniqueViolation } from './posts.js'
+import { PERSON_COLUMNS, toPerson } from './people.js'
 
 const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }
 const DEFAULT_SORT = [{ column: 'review.created_at', direction: 'desc' as const }]
@@ -15,7 +16,7 @@ function selectReviews (db: Executor, postId: string) {
     .innerJoin('user', 'user.id', 'review.author_id')
     .innerJoin('profile', 'profile.id', 'review.author_id')
     .select(['review.id', 'review.post_id', 'review.author_id', 'review.rating', 'review.text', 'review.created_at',
-      'user.username', 'profile.first_name', 'profile.last_name'])
+      ...PERSON_COLUMNS])
     .where('review.post_id', '=', postId)
 }
 
@@ -25,7 +26,7 @@ function toReview (row: ReviewRow): Review {
   return {
     id: row.id,
     post_id: row.post_id,
-    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    author: toPerson(row.author_id, row),
     rating: row.rating,
     text: row.text,
     created_at: formatDateTime(row.created_at)
@@ -56,7 +57,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
     return await db.transaction().execute(async (trx) => {
       await assertPostVisible(trx, postId, authorId)
       await trx.insertInto('review').values({
-        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: nowIso()
+        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: writeTimeIso()
       }).execute()
       await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
       return toReview(await selectReviews(trx, postId).where('review.id', '=', id).executeTakeFirstOrThrow())

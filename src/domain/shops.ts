@@ -2,24 +2,36 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { isPostgres } from '../db/dialect.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { fetchPage, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
-import { ownerOf, ownersById } from './people.js'
+import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
 /** Shops and their products: creators open shops, the shop's owner manages it and its products. */
 
 type ShopRow = Selectable<ShopTable>
 type ProductRow = Selectable<ProductTable>
-type Owners = Awaited<ReturnType<typeof ownersById>>
 
-function toShop (row: ShopRow, owners: Owners): Shop {
-  const owner = owners.get(row.owner_id)
-  if (!owner) throw new Error(`shop ${row.id} has no owner`) // unreachable: foreign key
+/**
+ * The route's owner and If-Match checks, run inside the change's transaction against the row
+ * as it is (locked on PostgreSQL; SQLite runs one write transaction at a time), so two writers
+ * holding the same ETag cannot both pass.
+ */
+export type Guard<T> = (current: T) => void
+
+function selectShops (db: Db) {
+  return db.selectFrom('shop')
+    .innerJoin('user', 'user.id', 'shop.owner_id')
+    .innerJoin('profile', 'profile.id', 'shop.owner_id')
+    .selectAll('shop').select([...PERSON_COLUMNS])
+}
+
+function toShop (row: ShopRow & PersonRow): Shop {
   return {
     id: row.id,
-    owner,
+    owner: toPerson(row.owner_id, row),
     name: row.name,
     description: row.description,
     created_at: formatDateTime(row.created_at),
@@ -40,25 +52,23 @@ function toProduct (row: ProductRow): Product {
   }
 }
 
-const SHOP_SORT = { name: 'name', created_at: 'created_at', updated_at: 'updated_at' }
+const SHOP_SORT = { name: 'shop.name', created_at: 'shop.created_at', updated_at: 'shop.updated_at' }
 
 export async function listShops (db: Db, query: ShopListQuery, page: Page) {
-  let q = db.selectFrom('shop').selectAll()
-  if (query.owner_id) q = q.where('owner_id', '=', query.owner_id)
-  const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'created_at', direction: 'desc' }])
+  let q = selectShops(db)
+  if (query.owner_id) q = q.where('shop.owner_id', '=', query.owner_id)
+  const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'shop.created_at', direction: 'desc' }], 'shop.id')
   const { rows, total } = await fetchPage(q, sort, page)
-  const owners = await ownersById(db, rows.map(r => r.owner_id))
-  return { items: rows.map(r => toShop(r, owners)), total }
+  return { items: rows.map(toShop), total }
 }
 
 export async function getShop (db: Db, shopId: string): Promise<Shop> {
-  const row = await orNotFound(db.selectFrom('shop').selectAll().where('id', '=', shopId).executeTakeFirst(),
-    'ShopNotFound', `no shop with id ${shopId}`)
-  return toShop(row, new Map([[row.owner_id, await ownerOf(db, row.owner_id)]]))
+  return toShop(await orNotFound(selectShops(db).where('shop.id', '=', shopId).executeTakeFirst(),
+    'ShopNotFound', `no shop with id ${shopId}`))
 }
 
 export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
-  const now = nowIso()
+  const now = writeTimeIso()
   const id = randomUUID()
   await db.insertInto('shop').values({
     id, owner_id: ownerId, name: body.name, description: body.description ?? null, created_at: now, updated_at: now
@@ -66,16 +76,27 @@ export async function createShop (db: Db, ownerId: string, body: ShopWrite): Pro
   return getShop(db, id)
 }
 
-export async function updateShop (db: Db, shopId: string, body: ShopWrite): Promise<Shop> {
-  await db.updateTable('shop')
-    .set({ name: body.name, description: body.description ?? null, updated_at: nowIso() })
-    .where('id', '=', shopId).execute()
-  return getShop(db, shopId)
+export async function updateShop (db: Db, shopId: string, body: ShopWrite, guard: Guard<Shop>): Promise<Shop> {
+  return db.transaction().execute(async (trx) => {
+    guard(await lockShop(trx, shopId))
+    await trx.updateTable('shop')
+      .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
+      .where('id', '=', shopId).execute()
+    return getShop(trx, shopId)
+  })
 }
 
 /** Its products go with it (ON DELETE CASCADE). */
-export async function deleteShop (db: Db, shopId: string): Promise<void> {
-  await db.deleteFrom('shop').where('id', '=', shopId).execute()
+export async function deleteShop (db: Db, shopId: string, guard: Guard<Shop>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockShop(trx, shopId))
+    await trx.deleteFrom('shop').where('id', '=', shopId).execute()
+  })
+}
+
+async function lockShop (trx: Db, shopId: string): Promise<Shop> {
+  if (isPostgres(trx)) await trx.selectFrom('shop').select('id').where('id', '=', shopId).forUpdate().execute()
+  return getShop(trx, shopId)
 }
 
 const PRODUCT_SORT = { name: 'name', price_cents: 'price_cents', created_at: 'created_at', updated_at: 'updated_at' }
@@ -100,7 +121,7 @@ export async function getProduct (db: Db, shopId: string, productId: string): Pr
 }
 
 export async function createProduct (db: Db, shopId: string, body: ProductWrite): Promise<Product> {
-  const now = nowIso()
+  const now = writeTimeIso()
   const id = randomUUID()
   await db.insertInto('product').values({
     id, shop_id: shopId, name: body.name, description: body.description ?? null,
@@ -109,13 +130,26 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
   return getProduct(db, shopId, id)
 }
 
-export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite): Promise<Product> {
-  await db.updateTable('product')
-    .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: nowIso() })
-    .where('id', '=', productId).where('shop_id', '=', shopId).execute()
-  return getProduct(db, shopId, productId)
+/** The guard sees the shop (its owner) and the product as they are, the product locked. */
+export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite, guard: Guard<{ shop: Shop, product: Product }>): Promise<Product> {
+  return db.transaction().execute(async (trx) => {
+    guard(await lockProduct(trx, shopId, productId))
+    await trx.updateTable('product')
+      .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
+      .where('id', '=', productId).where('shop_id', '=', shopId).execute()
+    return getProduct(trx, shopId, productId)
+  })
 }
 
-export async function deleteProduct (db: Db, shopId: string, productId: string): Promise<void> {
-  await db.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
+export async function deleteProduct (db: Db, shopId: string, productId: string, guard: Guard<{ shop: Shop, product: Product }>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockProduct(trx, shopId, productId))
+    await trx.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
+  })
+}
+
+async function lockProduct (trx: Db, shopId: string, productId: string): Promise<{ shop: Shop, product: Product }> {
+  const shop = await getShop(trx, shopId)
+  if (isPostgres(trx)) await trx.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId).forUpdate().execute()
+  return { shop, product: await getProduct(trx, shopId, productId) }
 }

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import { AppError } from './errors.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
-import type { Db } from '../db/dialect.js'
+import { isPostgres, type Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'
-import { formatDateTime, nowIso } from '../db/time.js'
+import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 
 /** Who is calling: the account behind a verified token. */
@@ -78,7 +78,7 @@ export async function signUp (db: Db, input: ProfileCreate): Promise<MyProfile> 
   const email = input.email.trim().toLowerCase()
   const passwordHash = await hashPassword(input.password)
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   try {
     await db.transaction().execute(async (trx) => {
       await trx.insertInto('user').values({
@@ -141,18 +141,26 @@ export async function getCreator (db: Db, id: string): Promise<Profile> {
   return profile
 }
 
-/** PUT /profiles/me: replaces the writable fields; an absent optional field becomes null. */
-export async function updateMe (db: Db, id: string, input: ProfileUpdate): Promise<MyProfile> {
-  await db.updateTable('profile').set({
-    first_name: input.first_name,
-    last_name: input.last_name ?? null,
-    age: input.age ?? null,
-    favorite_band: input.favorite_band ?? null,
-    website: input.website ?? null,
-    avatar_url: input.avatar_url ?? null,
-    updated_at: nowIso()
-  }).where('id', '=', id).execute()
-  return getMyProfile(db, id)
+/**
+ * PUT /profiles/me: replaces the writable fields; an absent optional field becomes null. The
+ * guard (If-Match) runs in the transaction against the profile as it is, locked on PostgreSQL
+ * (SQLite runs one write transaction at a time), so twins with one ETag cannot both pass.
+ */
+export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard: (current: MyProfile) => void): Promise<MyProfile> {
+  return db.transaction().execute(async (trx) => {
+    if (isPostgres(trx)) await trx.selectFrom('profile').select('id').where('id', '=', id).forUpdate().execute()
+    guard(await getMyProfile(trx, id))
+    await trx.updateTable('profile').set({
+      first_name: input.first_name,
+      last_name: input.last_name ?? null,
+      age: input.age ?? null,
+      favorite_band: input.favorite_band ?? null,
+      website: input.website ?? null,
+      avatar_url: input.avatar_url ?? null,
+      updated_at: writeTimeIso()
+    }).where('id', '=', id).execute()
+    return getMyProfile(trx, id)
+  })
 }
 
 // Operator actions (src/cli.ts). Each answers whether anything changed; an unknown user is ProfileNotFound.
@@ -164,7 +172,7 @@ async function setFlag (db: Db, username: string, flag: 'is_creator' | 'is_activ
   const user = await db.selectFrom('user').select(['id', flag]).where('username', '=', name).executeTakeFirst()
   if (!user) throw new AppError('ProfileNotFound', `no user named ${name}`)
   if (Boolean(user[flag]) === value) return { username: name, changed: false }
-  await db.updateTable('user').set({ [flag]: value, updated_at: nowIso() }).where('id', '=', user.id).execute()
+  await db.updateTable('user').set({ [flag]: value, updated_at: writeTimeIso() }).where('id', '=', user.id).execute()
   return { username: name, changed: true }
 }
 

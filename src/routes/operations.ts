@@ -4,8 +4,16 @@ import { Health, Version } from '../../schemas/operations.js'
 import { API_VERSIONS } from '../../plugins/openapi.js'
 import { PACKAGE_VERSION } from '../meta.js'
 
-/** /health and /version: unversioned, public, cheap (spec 4.5). */
+/** /health and /version: unversioned, public, cheap. */
 const operations: FastifyPluginAsyncTypebox = async (fastify) => {
+  // On close (SIGTERM), /health fails for SHUTDOWN_DRAIN_MS while requests are still served, so a
+  // balancer takes the instance out before its listener closes and no request meets a closed port.
+  let draining = false
+  fastify.addHook('preClose', async () => {
+    draining = true
+    await new Promise(resolve => setTimeout(resolve, fastify.config.SHUTDOWN_DRAIN_MS))
+  })
+
   fastify.get('/health', {
     // /health reports an outage itself (503 + checks) rather than being shed
     config: { rateLimit: false, pressure: false },
@@ -17,8 +25,8 @@ const operations: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (_request, reply) => {
     const ok = await fastify.dbHealthy()
-    return reply.code(ok ? 200 : 503).send({
-      status: ok ? 'ok' : 'unavailable',
+    return reply.code(ok && !draining ? 200 : 503).send({
+      status: ok && !draining ? 'ok' : 'unavailable',
       checks: { database: ok ? 'ok' : 'unavailable' }
     })
   })

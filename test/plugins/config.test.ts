@@ -7,7 +7,7 @@ import { testConfig } from '../helper.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
 
-t.test('defaults follow DESIGN §5', async (t) => {
+t.test('defaults', async (t) => {
   const c = loadConfig({})
   t.equal(c.ENVIRONMENT, 'local')
   t.equal(c.HOST, '127.0.0.1')
@@ -65,14 +65,27 @@ t.test('derived values', async (t) => {
     t.equal(loadConfig({ ENVIRONMENT: 'local' }).docsEnabled, true)
     t.equal(loadConfig({ ENVIRONMENT: 'staging' }).docsEnabled, true)
     t.equal(loadConfig({ ENVIRONMENT: 'test' }).docsEnabled, false)
-    t.equal(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: 'true' }).docsEnabled, false)
+    t.equal(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1' }).docsEnabled, false)
   })
 
-  t.test('TRUST_PROXY: true, a hop count, or an address list', async (t) => {
+  t.test('TRUST_PROXY: proxy addresses, CIDRs or range names; true outside production only; no hop count', async (t) => {
     t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
     t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, undefined)
-    t.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
-    t.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8' }).trustProxy, '10.0.0.0/8')
+    t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
+    t.same(loadConfig({ TRUST_PROXY: '127.0.0.1, ::1, fd00::/8,loopback' }).trustProxy, ['127.0.0.1', '::1', 'fd00::/8', 'loopback'])
+    t.same(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '10.0.0.5,10.1.0.0/16' }).trustProxy, ['10.0.0.5', '10.1.0.0/16'])
+    t.throws(() => loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: 'true' }), /TRUST_PROXY=true lets any client choose its own address/)
+    for (const hops of ['1', '2']) t.throws(() => loadConfig({ TRUST_PROXY: hops }), /hop count/, `hop count ${hops}`)
+    for (const bad of ['proxy.example.com', '10.0.0.0/33', '::1/129', '10.0.0.1/8/1', '10.0.0', 'yes']) {
+      t.throws(() => loadConfig({ TRUST_PROXY: bad }), /TRUST_PROXY must be a comma list/, bad)
+    }
+  })
+
+  t.test('slow-client limits have defaults; headers cannot outlast the whole request', async (t) => {
+    const c = loadConfig({})
+    t.same([c.HEADERS_TIMEOUT_MS, c.REQUEST_TIMEOUT_MS, c.IDLE_TIMEOUT_MS, c.KEEP_ALIVE_TIMEOUT_MS, c.MAX_CONNECTIONS_PER_IP], [10000, 300000, 30000, 72000, 128])
+    t.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '4000' }), /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/)
+    t.throws(() => loadConfig({ MAX_CONNECTIONS_PER_IP: '0' }), /MAX_CONNECTIONS_PER_IP/)
   })
 
   t.test('JWT secret: the given one, or a random one flagged as generated', async (t) => {
@@ -123,13 +136,13 @@ t.test('two bad values are both named, once each', async (t) => {
 })
 
 t.test('production refuses to start without JWT_SECRET', async (t) => {
-  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true' }), /JWT_SECRET is required/)
-  t.ok(loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true', JWT_SECRET: SECRET }).production)
+  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' }), /JWT_SECRET is required/)
+  t.ok(loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1', JWT_SECRET: SECRET }).production)
 })
 
 t.test('a JWT_SECRET shorter than 32 bytes is refused everywhere', async (t) => {
   t.throws(() => loadConfig({ JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/)
-  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: 'true', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/)
+  t.throws(() => loadConfig({ ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/)
   t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwtSecret, 'x'.repeat(32), '32 bytes is enough')
 })
 
@@ -149,7 +162,7 @@ t.test('the plugin alone decorates a bare Fastify with the config', async (t) =>
 })
 
 t.test('the server process refuses to start in production without JWT_SECRET, naming it', async (t) => {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', ENVIRONMENT: 'production', TRUST_PROXY: 'true', PORT: '0', DATA_DIR: '/tmp/roja-config-test' }
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1', PORT: '0', DATA_DIR: '/tmp/roja-config-test' }
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: resolve(import.meta.dirname, '../..'), env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', (c) => { output += String(c) })
@@ -159,4 +172,35 @@ t.test('the server process refuses to start in production without JWT_SECRET, na
   t.equal(code, 78, 'EX_CONFIG')
   t.match(output, /JWT_SECRET/)
   t.notMatch(output, /at .*\.ts:\d+/, 'a message, not a stack trace')
+})
+
+t.test('origins, URLs and hosts are checked as such, naming the bad item', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ ALLOWED_CORS_ORIGINS: 'not a url' }, /ALLOWED_CORS_ORIGINS must be a comma list of origins .*: "not a url" is not/],
+    [{ ALLOWED_CORS_ORIGINS: 'https://app.example.com,https://b.example.com/path' }, /ALLOWED_CORS_ORIGINS .*"https:\/\/b\.example\.com\/path" is not/],
+    [{ ALLOWED_CORS_ORIGINS: 'ftp://files.example.com' }, /ALLOWED_CORS_ORIGINS/],
+    [{ ALLOWED_MEDIA_HOSTS: 'cdn.example.com,https://media.example.com' }, /ALLOWED_MEDIA_HOSTS .*"https:\/\/media\.example\.com" is not/],
+    [{ MEDIA_PUBLIC_URL: 'http://' }, /MEDIA_PUBLIC_URL must be an http:\/\/ or https:\/\/ URL/],
+    [{ HOST: 'not a host' }, /HOST must be a host name or IP address/],
+    [{ REDIS_URL: 'redis://[bad' }, /REDIS_URL/],
+    [{ LOG_FORMAT: 'xml' }, /LOG_FORMAT must be one of json, pretty/]
+  ]
+  for (const [env, message] of cases) t.throws(() => loadConfig(env), message, JSON.stringify(env))
+  const good = loadConfig({ ALLOWED_CORS_ORIGINS: '*, https://App.Example.com:8443', ALLOWED_MEDIA_HOSTS: 'cdn.example.com:8080,media.example.com', HOST: '::1', MEDIA_PUBLIC_URL: 'https://media.example.com/' })
+  t.same(good.corsOrigins, ['*', 'https://app.example.com:8443'], 'origins kept as browsers send them')
+  t.same(good.allowedMediaHosts, ['cdn.example.com:8080', 'media.example.com'])
+})
+
+t.test('every problem is reported at once: schema and cross-variable rules together', async (t) => {
+  const err = t.throws(() => loadConfig({ ENVIRONMENT: 'production', PORT: 'abc', ALLOWED_CORS_ORIGINS: 'not a url', TLS_CERT_FILE: '/c' })) as Error
+  for (const name of [/PORT must be integer/, /ALLOWED_CORS_ORIGINS/, /JWT_SECRET is required/, /TLS_CERT_FILE and TLS_KEY_FILE go together/]) t.match(err.message, name)
+  t.equal(err.message.split('; ').length, 4, 'four problems, each once')
+})
+
+t.test('SHUTDOWN_DRAIN_MS defaults to 0 and must end inside SHUTDOWN_GRACE_MS', async (t) => {
+  t.equal(loadConfig({}).SHUTDOWN_DRAIN_MS, 0)
+  t.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '9999', SHUTDOWN_GRACE_MS: '10000' }).SHUTDOWN_DRAIN_MS, 9999)
+  const err = t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '10000', SHUTDOWN_GRACE_MS: '10000' }), /SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS/)
+  t.ok(err instanceof ConfigError)
+  t.throws(() => loadConfig({ SHUTDOWN_DRAIN_MS: '-1' }), /SHUTDOWN_DRAIN_MS/)
 })

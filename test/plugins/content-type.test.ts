@@ -12,7 +12,7 @@ import { build, json, testConfig } from '../helper.js'
 const VALID = JSON.stringify({ name: 'ab' })
 const INVALID = JSON.stringify({ name: 'a', admin: true })
 
-/** The content-type plugin on a bare Fastify (STYLE 10), with a strict JSON route and a form route. */
+/** The content-type plugin on a bare Fastify, with a strict JSON route and a form route. */
 async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance> {
   const cfg = testConfig()
   const app = factory ? Fastify(serverOptions(cfg)) : Fastify()
@@ -58,7 +58,7 @@ function contentHead (type: string | undefined, body: string) {
   return `${type === undefined ? '' : `Content-Type: ${type}\r\n`}Content-Length: ${Buffer.byteLength(body)}\r\n`
 }
 
-// DESIGN §1 variants. `parsed`: the header names JSON and the body is parsed and validated;
+// Content-type variants. `parsed`: the header names JSON and the body is parsed and validated;
 // otherwise it is refused with 415 before any parser runs.
 const VARIANTS: Array<{ header: string, parsed: boolean }> = [
   { header: 'application/json', parsed: true },

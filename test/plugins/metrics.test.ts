@@ -1,10 +1,15 @@
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import app from '../../src/app.js'
 import { serverOptions } from '../../src/options.js'
-import { freshDatabase, testConfig } from '../helper.js'
+import { ConfigError } from '../../plugins/config.js'
+import { enqueueEmail } from '../../src/domain/outbox.js'
+import { createUser } from '../fixtures.js'
+import { build, dialect, freshDatabase, json, testConfig } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 // prom-client's own gauges whose names end in _total; promtool flags them, nothing else may be flagged.
@@ -167,4 +172,232 @@ t.test('the TypeScript lint catches what promtool would', async (t) => {
     'open_things_total non-counter metrics should not have "_total" suffix',
     'requests_served counter metrics should have "_total" suffix'
   ])
+})
+
+/** The value of one sample, or undefined when the series is absent. */
+function value (text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  return samples(text, name).find(s => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value
+}
+
+t.test('query durations by operation, query errors, and the PostgreSQL pool (only there)', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
+  const before = await scrape(server)
+  await createUser(server) // inserts (user, profile) and reads
+  await server.db.updateTable('user').set({ username: 'nobody' }).where('id', '=', '00000000-0000-0000-0000-000000000000').execute()
+  await server.db.deleteFrom('user').where('id', '=', '00000000-0000-0000-0000-000000000000').execute()
+  await server.db.selectFrom('no_such_table' as 'user').selectAll().execute().catch(() => {})
+  const text = await scrape(server)
+
+  t.match(text, /^# TYPE roja_db_query_duration_seconds histogram$/m)
+  for (const operation of ['select', 'insert', 'update', 'delete']) {
+    const was = value(before, 'roja_db_query_duration_seconds_count', { operation }) ?? 0
+    t.ok((value(text, 'roja_db_query_duration_seconds_count', { operation }) ?? 0) > was, `${operation} counted`)
+  }
+  t.equal(value(text, 'roja_db_query_duration_seconds_bucket', { operation: 'update', le: '+Inf' }), value(text, 'roja_db_query_duration_seconds_count', { operation: 'update' }))
+  t.equal(value(text, 'roja_db_query_errors_total', { operation: 'select' }), 1, 'the failed select, once')
+  t.equal(value(text, 'roja_db_query_errors_total', { operation: 'insert' }), undefined, 'no other failure')
+
+  if (dialect === 'postgres') {
+    const inUse = value(text, 'roja_db_pool_connections', { state: 'in_use' })
+    const idle = value(text, 'roja_db_pool_connections', { state: 'idle' })
+    t.ok(inUse !== undefined && inUse <= 1, 'nothing checked out between requests (but a health check in flight)')
+    t.ok(idle !== undefined && idle >= 1, 'the connections used stay idle in the pool')
+    t.equal(value(text, 'roja_db_pool_waiting'), 0)
+    t.equal(value(text, 'roja_db_pool_max'), 10)
+    // 12 queries in flight on a pool of 10: all 10 in use, 2 waiting (the health check may add one)
+    const slow = Array.from({ length: 12 }, () => sql`select pg_sleep(0.5)`.execute(server.db))
+    await new Promise(resolve => setTimeout(resolve, 200))
+    const during = await scrape(server)
+    await Promise.all(slow)
+    t.equal(value(during, 'roja_db_pool_connections', { state: 'in_use' }), 10, 'every connection in use')
+    t.ok(value(during, 'roja_db_pool_waiting')! >= 2, 'the queries beyond the pool wait')
+    const after = await scrape(server)
+    t.ok(value(after, 'roja_db_pool_connections', { state: 'in_use' })! <= 1, 'and back after')
+    t.equal(value(after, 'roja_db_pool_waiting'), 0)
+  } else {
+    t.notMatch(text, /roja_db_pool_/, 'SQLite has no pool to report')
+  }
+})
+
+t.test('outbox: queue depth, age of the oldest undelivered message, deliveries and failures', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0', SMTP_URL: 'smtp://127.0.0.1:1' }, outbox: { loop: false, maxAttempts: 2 } })
+  let text = await scrape(server)
+  t.equal(value(text, 'roja_outbox_pending_messages'), 0)
+  t.equal(value(text, 'roja_outbox_oldest_pending_age_seconds'), 0, 'no message, no age')
+
+  const old = await enqueueEmail(server.db, { to: 'ada@example.com', subject: 'old', body: 'x' })
+  await enqueueEmail(server.db, { to: 'bob@example.com', subject: 'new', body: 'x' })
+  await server.db.updateTable('outbox_message').set({ created_at: new Date(Date.now() - 3600_000).toISOString() }).where('id', '=', old).execute()
+  text = await scrape(server)
+  t.equal(value(text, 'roja_outbox_pending_messages'), 2)
+  const age = value(text, 'roja_outbox_oldest_pending_age_seconds')!
+  t.ok(age >= 3600 && age < 3660, `the oldest is an hour old (${age})`)
+
+  // Port 1 refuses: each attempt fails; the second is the last (maxAttempts 2).
+  t.match(await server.outbox.runOnce(), { claimed: 2, failed: 2 })
+  text = await scrape(server)
+  t.equal(value(text, 'roja_outbox_failed_total', { final: 'false' }), 2)
+  t.equal(value(text, 'roja_outbox_pending_messages'), 2, 'still to be tried')
+  await server.outbox.runOnce({ now: new Date(Date.now() + 7 * 86400_000) })
+  text = await scrape(server)
+  t.equal(value(text, 'roja_outbox_failed_total', { final: 'true' }), 2)
+  t.equal(value(text, 'roja_outbox_pending_messages'), 0)
+  t.equal(value(text, 'roja_outbox_dead_messages'), 2, 'failed for good')
+  t.equal(value(text, 'roja_outbox_oldest_pending_age_seconds'), 0, 'dead messages do not age the queue')
+})
+
+t.test('outbox: an unreadable queue shows NaN, not 0 or a stale number, and the scrape still answers', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' }, outbox: { loop: false } })
+  await enqueueEmail(server.db, { to: 'ada@example.com', subject: 'hi', body: 'x' })
+  t.equal(value(await scrape(server), 'roja_outbox_pending_messages'), 1)
+  await server.db.schema.dropTable('outbox_message').execute()
+  const text = await scrape(server)
+  for (const name of ['roja_outbox_pending_messages', 'roja_outbox_oldest_pending_age_seconds', 'roja_outbox_dead_messages']) {
+    t.ok(Number.isNaN(value(text, name)), `${name} is NaN`)
+  }
+  t.match(text, /^# TYPE http_request_duration_seconds histogram$/m)
+})
+
+t.test('outbox: a delivered message leaves the queue and counts as sent', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' }, outbox: { loop: false } })
+  await enqueueEmail(server.db, { to: 'ada@example.com', subject: 'hi', body: 'x' })
+  t.equal(value(await scrape(server), 'roja_outbox_pending_messages'), 1)
+  await server.outbox.runOnce()
+  const text = await scrape(server)
+  t.equal(value(text, 'roja_outbox_pending_messages'), 0)
+  t.equal(value(text, 'roja_outbox_sent_total'), 1)
+  t.equal(value(text, 'roja_outbox_dead_messages'), 0)
+})
+
+t.test('rate-limit refusals are counted, by limit', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0', RATE_LIMIT_MAX: '2', AUTH_RATE_LIMIT_MAX: '1' } })
+  const user = await createUser(server)
+  const ip = '10.1.2.3'
+  t.equal(value(await scrape(server), 'roja_rate_limit_refusals_total', { limit: 'global' }), undefined, 'nothing refused yet')
+  const statuses = []
+  for (let i = 0; i < 4; i++) statuses.push((await server.inject({ method: 'GET', url: '/version', remoteAddress: ip })).statusCode)
+  t.same(statuses, [200, 200, 429, 429])
+  const login = () => server.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: '10.9.9.9', payload: { username: user.username, password: 'wrong password!' } })
+  t.equal((await login()).statusCode, 401)
+  t.equal((await login()).statusCode, 429, 'the token route\'s own limit')
+  const text = await scrape(server)
+  t.equal(value(text, 'roja_rate_limit_refusals_total', { limit: 'global' }), 2)
+  t.equal(value(text, 'roja_rate_limit_refusals_total', { limit: 'route' }), 1)
+})
+
+t.test('load-shedding refusals are counted by the check that tripped', async (t) => {
+  const server = await buildWithRoute(t, { LOAD_SHEDDING: 'true', MAX_HEAP_BYTES: '1', METRICS_CACHE_MS: '0' })
+  for (let i = 0; i < 200 && !(server.memoryUsage().heapUsed > 0 && server.isUnderPressure()); i++) await new Promise(resolve => setTimeout(resolve, 50))
+  t.equal(value(await scrape(server), 'roja_load_shed_refusals_total', { reason: 'heapUsedBytes' }), undefined)
+  t.equal((await server.inject({ method: 'GET', url: `/things/${ID}` })).statusCode, 503)
+  t.equal((await server.inject({ method: 'GET', url: '/version' })).statusCode, 503)
+  t.equal(value(await scrape(server), 'roja_load_shed_refusals_total', { reason: 'heapUsedBytes' }), 2)
+})
+
+t.test('no Node.js version unless METRICS_RUNTIME_INFO=true', async (t) => {
+  const plain = await scrape(await buildWithRoute(t))
+  t.notMatch(plain, /nodejs_version_info/)
+  t.notMatch(plain, new RegExp(process.version.replace(/\./g, '\\.')), 'the version appears nowhere')
+  const asked = await scrape(await buildWithRoute(t, { METRICS_RUNTIME_INFO: 'true' }))
+  t.match(asked, new RegExp(`^nodejs_version_info\\{version="${process.version}"`, 'm'))
+})
+
+t.test('METRICS_TOKEN: the scrape needs the bearer token', async (t) => {
+  const token = 'a-metrics-token-of-some-length'
+  const server = await build(t, { env: { METRICS_TOKEN: token } })
+  const get = (authorization?: string) => server.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} })
+  for (const [authorization, why] of [[undefined, 'none'], [`Bearer ${token}x`, 'longer'], [`Bearer ${token.slice(0, -1)}`, 'shorter'], [token, 'no scheme'], [`Basic ${token}`, 'another scheme']] as const) {
+    const res = await get(authorization)
+    t.equal(res.statusCode, 401, why)
+    t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
+    t.equal(res.headers['www-authenticate'], 'Bearer realm="metrics"')
+    t.match(json(res), { code: 'NotAuthenticated', status: 401 })
+    t.notMatch(res.body, /http_request_duration_seconds/)
+  }
+  const ok = await get(`Bearer ${token}`)
+  t.equal(ok.statusCode, 200)
+  t.match(ok.body, /^# TYPE http_request_duration_seconds histogram$/m)
+  t.equal((await get(`bearer ${token}`)).statusCode, 200, 'the scheme is case-insensitive')
+  t.equal((await server.inject({ method: 'GET', url: '/version' })).statusCode, 200, 'other routes need no token')
+})
+
+t.test('METRICS_ALLOW: only listed addresses and ranges may scrape; the others see no route', async (t) => {
+  const server = await build(t, { env: { METRICS_ALLOW: '10.0.0.0/24, 192.168.1.7, fd00::/64' } })
+  const from = (remoteAddress: string) => server.inject({ method: 'GET', url: '/metrics', remoteAddress })
+  for (const ip of ['10.0.0.0', '10.0.0.255', '192.168.1.7', '::ffff:10.0.0.9', 'fd00::1', 'fd00::ffff:ffff:ffff:ffff']) {
+    t.equal((await from(ip)).statusCode, 200, `${ip} is allowed`)
+  }
+  for (const ip of ['10.0.1.0', '9.255.255.255', '192.168.1.8', '127.0.0.1', 'fd00:0:0:1::1', '::1']) {
+    const res = await from(ip)
+    t.equal(res.statusCode, 404, `${ip} is refused`)
+    t.match(json(res), { code: 'NotFound', detail: 'no route GET /metrics' })
+  }
+})
+
+t.test('METRICS_ALLOW and METRICS_TOKEN together: both are needed', async (t) => {
+  const token = 'a-metrics-token-of-some-length'
+  const server = await build(t, { env: { METRICS_ALLOW: '10.0.0.1', METRICS_TOKEN: token } })
+  const scrapeAs = (remoteAddress: string, authorization?: string) => server.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: authorization ? { authorization } : {} })
+  t.equal((await scrapeAs('10.0.0.1', `Bearer ${token}`)).statusCode, 200)
+  t.equal((await scrapeAs('10.0.0.1')).statusCode, 401)
+  t.equal((await scrapeAs('10.0.0.2', `Bearer ${token}`)).statusCode, 404)
+})
+
+t.test('a bad METRICS_ALLOW or METRICS_TOKEN stops the start with a message naming it', async (t) => {
+  for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0.1/', '10.0.0.1/8/8', 'fd00::/129', '10.0.0.256']) {
+    t.throws(() => testConfig({ METRICS_ALLOW: bad }), new ConfigError(`invalid configuration: METRICS_ALLOW entry "${bad}" is not an IP address or CIDR range`), bad)
+  }
+  t.ok(testConfig({ METRICS_ALLOW: '0.0.0.0/0,::/0' }).metricsAllow, 'the widest ranges are valid')
+  t.throws(() => testConfig({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN/)
+})
+
+t.test('scrapes are rate-bounded per client (429 + Retry-After) and share one rendering', async (t) => {
+  const server = await build(t, { env: { METRICS_RATE_LIMIT_MAX: '3', METRICS_CACHE_MS: '60000' } })
+  const from = (remoteAddress: string) => server.inject({ method: 'GET', url: '/metrics', remoteAddress })
+  const first = await from('10.0.0.1')
+  await server.inject({ method: 'GET', url: '/health' })
+  const second = await from('10.0.0.1')
+  t.equal(second.body, first.body, 'within METRICS_CACHE_MS the same rendering is served')
+  t.equal((await from('10.0.0.1')).statusCode, 200)
+  const limited = await from('10.0.0.1')
+  t.equal(limited.statusCode, 429, 'the 4th scrape in a minute')
+  t.match(json(limited), { code: 'RateLimited' })
+  t.ok(Number(limited.headers['retry-after']) > 0)
+  t.equal((await from('10.0.0.2')).statusCode, 200, 'another scraper has its own count')
+  t.match(await server.metricsRegistry.getSingleMetricAsString('roja_rate_limit_refusals_total'), /limit="route"\} 1/)
+})
+
+t.test('with METRICS_CACHE_MS=0 every scrape is rendered anew', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
+  const first = await scrape(server)
+  await server.inject({ method: 'GET', url: '/health' })
+  const second = await scrape(server)
+  t.not(second, first)
+  t.ok(samples(second, 'http_request_duration_seconds_count').some(s => s.labels.route === '/health'))
+})
+
+t.test('the scrape stays small: under 24 KB after traffic on a dozen routes', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
+  const user = await createUser(server)
+  for (const url of ['/health', '/version', '/v1/posts', '/v1/shops', '/v1/courses', '/v1/classes', `/v1/profiles/${user.id}`, `/v1/posts/${ID}`, '/nope', '/v1/posts?limit=abc']) {
+    await server.inject({ method: 'GET', url })
+  }
+  const text = await scrape(server)
+  t.comment(`${text.length} bytes, ${samples(text, 'http_request_duration_seconds_count').length} request series`)
+  t.ok(text.length < 24 * 1024, `${text.length} bytes`)
+})
+
+t.test('every series the alert rules and the Grafana dashboard use is one /metrics exposes', async (t) => {
+  const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
+  const text = await scrape(server)
+  const families = new Set([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>
+    type === 'histogram' ? [name, `${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]))
+  families.add('up') // Prometheus' own, per scrape target
+  for (const file of ['ops/prometheus/alerts.yml', 'ops/grafana/roja.json']) {
+    const used = new Set(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').match(/\b(up|roja_\w+|http_request_\w+|nodejs_\w+|process_\w+)(?=\{|\[|\)| )/g))
+    t.ok(used.size > 5, `${file} uses ${used.size} series`)
+    // The pool exists on PostgreSQL only
+    const missing = [...used].filter(name => !families.has(name) && !(dialect === 'sqlite' && name.startsWith('roja_db_pool_')))
+    t.same(missing, [], `${file}: every series exists`)
+  }
 })

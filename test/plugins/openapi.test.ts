@@ -25,7 +25,7 @@ for (const environment of ['local', 'staging']) {
 }
 
 t.test('/docs and /openapi are 404 in production and test', async (t) => {
-  const production = await build(t, { env: { ENVIRONMENT: 'production', TRUST_PROXY: 'true' } })
+  const production = await build(t, { env: { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' } })
   const test = await build(t, { env: { ENVIRONMENT: 'test' } })
   for (const [name, app, headers] of [['production', production, HTTPS], ['test', test, {}]] as const) {
     for (const url of ['/docs', '/docs/', '/docs/static/index.html', '/docs/json', '/openapi/v1.json', '/openapi/v2.json']) {

@@ -39,7 +39,7 @@ function post (app: FastifyInstance, url: string, payload: unknown, headers: Rec
   return app.inject({ method: 'POST', url, payload: payload as string, headers: { 'content-type': 'application/json', ...headers } })
 }
 
-/** Every problem answer has the same shape (DESIGN §2). */
+/** Every problem answer has the same shape. */
 function assertProblem (t: Test, res: { statusCode: number, headers: Record<string, unknown>, body: string }, status: number, code: string, instance: string) {
   t.equal(res.statusCode, status, `status ${status}`)
   t.match(String(res.headers['content-type']), /^application\/problem\+json/, 'problem+json content type')

@@ -7,7 +7,7 @@ import { generate } from 'selfsigned'
 import t from 'tap'
 import { build, json } from '../helper.js'
 
-const PRODUCTION = { ENVIRONMENT: 'production', TRUST_PROXY: 'true' }
+const PRODUCTION = { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' }
 
 t.test('security headers are on every answer, errors included', async (t) => {
   const app = await build(t)

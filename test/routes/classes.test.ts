@@ -3,11 +3,11 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../helper.js'
 import { createCreator, createUser, type TestUser } from '../fixtures.js'
-import { nowIso } from '../../src/db/time.js'
+import { writeTimeIso } from '../../src/db/time.js'
 
 async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE') {
   const id = randomUUID()
-  const now = nowIso()
+  const now = writeTimeIso()
   await app.db.insertInto('post').values({
     id, creator_id: creator.id, type, slug: `s-${id}`, title: 'T', body: '', tags: '[]', media_url: null,
     published_at: now, created_at: now, updated_at: now, sort_at: now

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { build, json } from '../helper.js'
 
@@ -39,4 +40,30 @@ t.test('a lazily compiled validator still reports every failing rule', async (t)
   const res = await app.inject({ method: 'GET', url: '/v1/posts?limit=0&offset=-1' })
   t.equal(res.statusCode, 422)
   t.same(json(res).errors.map((e: { field: string }) => e.field).sort(), ['/limit', '/offset'])
+})
+
+t.test('on close, SHUTDOWN_DRAIN_MS of /health 503 while the other routes are still served, then the listener closes', async (t) => {
+  const app = await build(t, { env: { SHUTDOWN_DRAIN_MS: '600' } })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  t.equal((await fetch(`${url}/health`)).status, 200, 'healthy before the close')
+  const started = Date.now()
+  const closed = app.close()
+  const health = await fetch(`${url}/health`)
+  t.equal(health.status, 503, 'draining: the balancer is told to stop sending')
+  t.same(await health.json(), { status: 'unavailable', checks: { database: 'ok' } })
+  const version = await fetch(`${url}/version`)
+  t.equal(version.status, 200, 'while requests still get answers')
+  t.equal(version.headers.get('connection'), 'close', 'on connections that close after them')
+  await closed
+  t.ok(Date.now() - started >= 600, 'the listener closed after the drain')
+  await t.rejects(fetch(`${url}/version`), 'and then refuses connections')
+})
+
+t.test('without SHUTDOWN_DRAIN_MS a close does not wait', async (t) => {
+  const app = await build(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const started = Date.now()
+  await app.close()
+  t.ok(Date.now() - started < 500, `closed in ${Date.now() - started} ms`)
 })

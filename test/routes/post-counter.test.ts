@@ -6,8 +6,8 @@ import { dialect, json } from '../helper.js'
 import { createCreator, createUser } from '../fixtures.js'
 import { createPost, setup } from '../post-fixtures.js'
 import { countPublishedPosts } from '../../src/domain/post-counter.js'
-import { seed } from '../../src/db/seed.js'
-import { nowIso } from '../../src/db/time.js'
+import { seed } from '../../scripts/seed.js'
+import { writeTimeIso } from '../../src/db/time.js'
 
 const FUTURE = '2099-01-01T00:00:00Z'
 const PAST = '2020-01-01T00:00:00Z'
@@ -121,7 +121,7 @@ t.test('the seeder keeps the counter right', async (t) => {
   t.equal(result.posts, 500)
   const { counter, truth } = await counterAndTruth(app)
   t.same(counter, truth, 'the counter equals a full count after seeding')
-  const now = nowIso()
+  const now = writeTimeIso()
   const published = await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n')).where('published_at', '<=', now).executeTakeFirstOrThrow()
   t.equal(await countPublishedPosts(app.db, now), Number(published.n))
   t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts' })).total, Number(published.n), 'the list total')
@@ -145,7 +145,7 @@ t.test('totals stay exact under concurrent writers: inserts, deletes, publishing
   })
   const statuses = (await Promise.all(writes)).map(r => r.statusCode)
   t.ok(statuses.every(s => s === 200 || s === 201 || s === 204), 'every write succeeded')
-  const now = nowIso()
+  const now = writeTimeIso()
   const fresh = async (type?: string) => Number((await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n'))
     .where('published_at', '<=', now).$if(type !== undefined, q => q.where('type', '=', type as 'ARTICLE' | 'COURSE')).executeTakeFirstOrThrow()).n)
   const all = await fresh()

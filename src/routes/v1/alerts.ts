@@ -9,7 +9,7 @@ import { listReply } from '../http.js'
 
 const AUTHENTICATED = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed')
 
-/** The caller's alerts (DESIGN §4): read them, and have one e-mailed again. Own alerts only. */
+/** The caller's alerts: read them, and have one e-mailed again. Own alerts only. */
 const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 

@@ -67,10 +67,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       body: ref(ProfileUpdate),
       response: { 200: ref(MyProfile), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed') }
     }
-  }, async (request) => {
-    assertIfMatch(request, await getMyProfile(fastify.db, request.user.id))
-    return updateMe(fastify.db, request.user.id, request.body)
-  })
+  }, async (request) => updateMe(fastify.db, request.user.id, request.body, current => assertIfMatch(request, current)))
 }
 
 export default profiles

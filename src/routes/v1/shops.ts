@@ -56,7 +56,8 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
   const ownShop = (request: FastifyRequest) => ownerAndIfMatch<ShopT>(request, shop => shop.owner.id)
-  const ownProduct = (request: FastifyRequest, shop: ShopT) => ownerAndIfMatch<ProductT>(request, () => shop.owner.id)
+  const ownProduct = (request: FastifyRequest) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
+    ownerAndIfMatch<ProductT>(request, () => shop.owner.id)(product)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   fastify.post('/shops', {
@@ -77,11 +78,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags, security, operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
       response: { 200: ref(Shop), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
-  }, async (request) => {
-    const shop = await getShop(db, request.params.shopId)
-    ownShop(request)(shop)
-    return updateShop(db, shop.id, request.body)
-  })
+  }, async (request) => updateShop(db, request.params.shopId, request.body, ownShop(request)))
 
   fastify.delete('/shops/:shopId', {
     schema: {
@@ -89,9 +86,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    const shop = await getShop(db, request.params.shopId)
-    ownShop(request)(shop)
-    await deleteShop(db, shop.id)
+    await deleteShop(db, request.params.shopId, ownShop(request))
     return reply.code(204).send(null)
   })
 
@@ -114,12 +109,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags, security, operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
       response: { 200: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
-  }, async (request) => {
-    const shop = await getShop(db, request.params.shopId)
-    const product = await getProduct(db, shop.id, request.params.productId)
-    ownProduct(request, shop)(product)
-    return updateProduct(db, shop.id, product.id, request.body)
-  })
+  }, async (request) => updateProduct(db, request.params.shopId, request.params.productId, request.body, ownProduct(request)))
 
   fastify.delete('/shops/:shopId/products/:productId', {
     schema: {
@@ -127,10 +117,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    const shop = await getShop(db, request.params.shopId)
-    const product = await getProduct(db, shop.id, request.params.productId)
-    ownProduct(request, shop)(product)
-    await deleteProduct(db, shop.id, product.id)
+    await deleteProduct(db, request.params.shopId, request.params.productId, ownProduct(request))
     return reply.code(204).send(null)
   })
 }

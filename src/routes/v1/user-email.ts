@@ -6,7 +6,7 @@ import { UserParams } from '../../../schemas/user-email.js'
 import { assertOwner } from '../../domain/people.js'
 import { queueAccountSummary } from '../../domain/account-email.js'
 
-/** POST /users/{userId}/email: queues your account summary e-mail (DESIGN §3); self only. */
+/** POST /users/{userId}/email: queues your account summary e-mail; self only. */
 const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 

@@ -9,7 +9,7 @@ import { authErrors, security } from '../guards.js'
 
 const tags = ['users']
 
-/** /users/…: private, self only; the identity comes from the token (spec 5.4). */
+/** /users/…: private, self only; the identity comes from the token. */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 

@@ -10,7 +10,7 @@ const isPosition = (v: unknown): v is PostPosition =>
   typeof (v as PostPosition).sort_at === 'string' && !Number.isNaN(Date.parse((v as PostPosition).sort_at)) &&
   typeof (v as PostPosition).id === 'string'
 
-/** v2 posts: the same posts as v1, listed by keyset cursor (DESIGN §6). */
+/** v2 posts: the same posts as v1, listed by keyset cursor. */
 const posts: FastifyPluginAsyncTypebox = async (fastify) => {
   const cursors = new Cursors(fastify.config.jwtSecret, 'v2/posts', isPosition)
 

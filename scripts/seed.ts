@@ -1,12 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import { pathToFileURL } from 'node:url'
 import cliProgress from 'cli-progress'
-import type { Db } from './dialect.js'
-import type { Database } from './schema.js'
 import type { Insertable } from 'kysely'
-import { hashPassword } from '../domain/passwords.js'
+import { ConfigError, loadConfig } from '../plugins/config.js'
+import { createDb, type Db } from '../src/db/dialect.js'
+import { migrateToLatest } from '../src/db/migrate.js'
+import type { Database } from '../src/db/schema.js'
+import { hashPassword } from '../src/domain/passwords.js'
 
 /**
- * Realistic data, quickly (`npm run cli -- seed --posts N [--users M]`): users with profiles, a
+ * Realistic data, quickly (`npm run seed -- --posts N [--users M]`): users with profiles, a
  * fifth of them creators, and posts spread over two years (mostly published, some drafts, a few
  * scheduled), with tags in post_tag and sort_at kept as the domain keeps it. Rows go in as
  * multi-row INSERTs, many per transaction. post_counter follows through its triggers.
@@ -15,8 +18,11 @@ export interface SeedOptions {
   posts: number
   /** default: one user per 50 posts, at least 10 */
   users?: number
-  /** no progress bar (tests) */
+  /** no progress output at all (tests) */
   quiet?: boolean
+  /** where progress goes: a bar on a terminal, else a line every `progressEveryMs` (default stderr, 5 s) */
+  progress?: NodeJS.WritableStream & { isTTY?: boolean }
+  progressEveryMs?: number
 }
 
 export interface SeedResult {
@@ -28,9 +34,12 @@ export interface SeedResult {
   password: string
   /** a few seeded creators' usernames, for tools that need to sign in (the benchmark) */
   creatorUsernames: string[]
+  /** a few seeded users who are not creators */
+  readerUsernames: string[]
 }
 
-export const SEED_PASSWORD = 'seeded password, not a secret'
+/** The password of every seeded user (seeded data is for development; it is not a secret). */
+export const SEED_PASSWORD = 'roja-seed-password'
 
 // 1000 posts × 12 columns = 12 000 parameters: under SQLite's 32 766 and PostgreSQL's 65 535.
 const POST_BATCH = 1000
@@ -67,13 +76,12 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
   const now = Date.now()
   const passwordHash = await hashPassword(SEED_PASSWORD)
 
-  const bar = opts.quiet
-    ? undefined
-    : new cliProgress.SingleBar({ format: ' {task} [{bar}] {percentage}% | {value}/{total} | {eta_formatted} left', etaBuffer: 50 }, cliProgress.Presets.shades_classic)
+  const bar = opts.quiet ? undefined : progress(opts.progress ?? process.stderr, opts.progressEveryMs ?? 5000)
 
   // Users and their profiles; every fifth is a creator (and at least one).
   const creatorIds: string[] = []
   const creatorUsernames: string[] = []
+  const readerUsernames: string[] = []
   bar?.start(userCount, 0, { task: 'users' })
   for (let start = 0; start < userCount; start += USER_BATCH) {
     const users: Array<Insertable<Database['user']>> = []
@@ -83,7 +91,7 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
       const username = `seed-${run}-${i}`
       const creator = i % 5 === 0
       const joined = new Date(now - (730 + random() * 365) * DAY).toISOString()
-      if (creator) { creatorIds.push(id); if (creatorUsernames.length < 10) creatorUsernames.push(username) }
+      if (creator) { creatorIds.push(id); if (creatorUsernames.length < 10) creatorUsernames.push(username) } else if (readerUsernames.length < 10) readerUsernames.push(username)
       users.push({ id, username, email: `${username}@example.com`, password_hash: passwordHash, is_active: true, is_creator: creator, created_at: joined, updated_at: joined })
       profiles.push({
         id, first_name: pick(FIRST), last_name: random() < 0.9 ? pick(LAST) : null, age: random() < 0.6 ? 18 + Math.floor(random() * 60) : null,
@@ -135,14 +143,36 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
     })
   }
   bar?.stop()
-  return { users: userCount, creators: creatorIds.length, posts: opts.posts, tags: tagRows, password: SEED_PASSWORD, creatorUsernames }
+  return { users: userCount, creators: creatorIds.length, posts: opts.posts, tags: tagRows, password: SEED_PASSWORD, creatorUsernames, readerUsernames }
+}
+
+interface Progress { start (total: number, value: number, payload: { task: string }): void, update (value: number): void, stop (): void }
+
+/**
+ * A bar on a terminal; elsewhere (CI, a log file, a pipe) a bar would print nothing readable, so
+ * a line at the start, every `everyMs` and at the end of each task.
+ */
+function progress (out: NodeJS.WritableStream & { isTTY?: boolean }, everyMs: number): Progress {
+  if (out.isTTY) {
+    return new cliProgress.SingleBar({ stream: out, format: ' {task} [{bar}] {percentage}% | {value}/{total} | {eta_formatted} left', etaBuffer: 50 }, cliProgress.Presets.shades_classic)
+  }
+  let task = ''
+  let total = 0
+  let value = 0
+  let last = 0
+  const line = () => { out.write(`${task}: ${value}/${total} (${total === 0 ? 100 : Math.floor(value * 100 / total)} %)\n`); last = Date.now() }
+  return {
+    start (n, v, payload) { task = payload.task; total = n; value = v; line() },
+    update (v) { value = v; if (Date.now() - last >= everyMs && value < total) line() },
+    stop () { line() }
+  }
 }
 
 function cap (word: string): string {
   return word[0].toUpperCase() + word.slice(1)
 }
 
-/** `--posts N [--users M]` for the CLI's command table. */
+/** `--posts N [--users M]`; undefined when the arguments are not that. */
 export function parseSeedArgs (args: string[]): SeedOptions | undefined {
   const opts: Partial<SeedOptions> = {}
   for (let i = 0; i < args.length; i += 2) {
@@ -153,4 +183,46 @@ export function parseSeedArgs (args: string[]): SeedOptions | undefined {
     else return undefined
   }
   return opts.posts === undefined ? undefined : { posts: opts.posts, users: opts.users }
+}
+
+const USAGE = `usage: npm run seed -- --posts <n> [--users <m>]
+
+Adds users (one per 50 posts, at least 10, every fifth a creator) and posts (mostly published, some
+drafts, a few scheduled) to the database of DATABASE_URL (default: sqlite under DATA_DIR, ./data),
+and prints a few accounts to sign in with. Every seeded user's password is "${SEED_PASSWORD}".`
+
+/** `npm run seed`: exit 0 done (and help), 1 failed, 2 bad usage. */
+export async function main (argv: string[]): Promise<number> {
+  if (argv.some(a => a === '--help' || a === '-h')) { console.log(USAGE); return 0 }
+  const opts = parseSeedArgs(argv)
+  if (!opts) { console.error(USAGE); return 2 }
+  let config
+  try {
+    config = loadConfig(process.env, { dotenv: true })
+  } catch (err) {
+    if (err instanceof ConfigError) { console.error(err.message); return 1 }
+    throw err
+  }
+  const db = createDb(config.databaseUrl)
+  try {
+    await migrateToLatest(db)
+    const done = await seed(db, opts)
+    console.log([
+      `seeded ${done.users} users (${done.creators} creators) and ${done.posts} posts with ${done.tags} tags`,
+      `every seeded user's password: ${done.password}`,
+      'accounts to sign in with (POST /v1/auth/token):',
+      ...done.creatorUsernames.slice(0, 3).map(u => `  ${u}  creator`),
+      ...done.readerUsernames.slice(0, 2).map(u => `  ${u}  not a creator`)
+    ].join('\n'))
+    return 0
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`)
+    return 1
+  } finally {
+    await db.destroy()
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await main(process.argv.slice(2))
 }

@@ -1,6 +1,6 @@
-import { loadConfig } from '../../plugins/config.js'
-import { createDb } from './dialect.js'
-import { migrateToLatest } from './migrate.js'
+import { loadConfig } from '../plugins/config.js'
+import { createDb } from '../src/db/dialect.js'
+import { migrateToLatest } from '../src/db/migrate.js'
 
 /** `npm run migrate`: applies pending migrations to DATABASE_URL (the server also does at start). */
 const config = loadConfig(process.env, { dotenv: true })

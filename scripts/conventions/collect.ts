@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { sql, type Kysely } from 'kysely'
-import { isPostgres } from '../db/dialect.js'
+import { isPostgres } from '../../src/db/dialect.js'
 import type { RouteInfo, SchemaMap, TableInfo } from './check.js'
 
 /**

@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
-import app from '../app.js'
+import app from '../../src/app.js'
 import type { Config } from '../../plugins/config.js'
-import { serverOptions } from '../options.js'
+import { serverOptions } from '../../src/options.js'
 import { checkAll, type Finding } from './check.js'
 import { collectRoutes, collectSchemas, collectTables } from './collect.js'
 

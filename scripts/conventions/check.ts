@@ -2,7 +2,7 @@ import { DATE_TIME_PATTERN } from '../../schemas/common.js'
 import { problems } from '../../schemas/problems.js'
 
 /**
- * The conventions of the spec and DESIGN.md as pure rules over the live route table and the
+ * The API conventions (README, API conventions) as pure rules over the live route table and the
  * database's tables. Each rule returns findings; an empty list means the convention holds.
  */
 
@@ -34,9 +34,9 @@ export const DECLARED = {
   /** whole paths (after the version) allowed as they are */
   paths: {
     '/auth/token': 'the RFC 6749 token endpoint (an action route)',
-    '/courses/{courseId}/chapters/{chapterId}/lessons': 'the spec\'s one three-level path (lessons)'
+    '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)'
   } as Record<string, string>,
-  /** the collections whose identifier is named after another resource (DESIGN §1) */
+  /** the collections whose identifier is named after another resource */
   paramAliases: { creators: 'profileId' } as Record<string, string>,
   /** `me` stands for the caller's id wherever an identifier goes */
   aliases: ['me'] as string[]

@@ -1,0 +1,12 @@
+import type { RouteOptions } from 'fastify'
+
+type RouteHookName = 'preHandler' | 'preSerialization' | 'onSend'
+
+/**
+ * Adds a hook to one route, after the route's own (call it from an onRoute hook): a plugin whose
+ * work only some routes need (ETags, idempotency) attaches it to those, so no other request pays for it.
+ */
+export function addRouteHook (route: RouteOptions, name: RouteHookName, hook: unknown): void {
+  const current = route[name] as unknown
+  route[name] = [...(current === undefined ? [] : [current].flat()), hook] as never
+}

@@ -1,0 +1,433 @@
+/**
+ * The fleet test (`npm run fleet:test`; not part of `npm test`): three Roja instances from the
+ * TypeScript sources behind HAProxy, on a private PostgreSQL cluster (so it may be stopped), the
+ * shared Redis (a database number of our own, FLEET_REDIS_URL) and a real SMTP server on loopback.
+ * Every request goes through the balancer; the database is read directly to check what it holds.
+ */
+import { randomBytes, randomUUID } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { SMTPServer } from 'smtp-server'
+import t from 'tap'
+import { startFleet, type Fleet, type Instance } from './fleet.js'
+
+const REDIS_URL = process.env.FLEET_REDIS_URL ?? 'redis://127.0.0.1:6379/9'
+const RATE_LIMIT_MAX = 40
+const PASSWORD = 'correct horse battery staple'
+
+// ---------------------------------------------------------------- HTTP through the balancer
+interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string, json: any, servedBy?: string }
+interface CallOptions {
+  body?: unknown
+  headers?: Record<string, string>
+  /** the client address HAProxy passes on (X-Forwarded-For); a fresh one per request by default,
+   *  so that only the rate-limit test meets the rate limit */
+  ip?: string
+  /** ask HAProxy for this instance */
+  instance?: string
+}
+
+const randomIp = () => `198.18.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
+
+/** One request on its own connection: a refused request and a failed one stay apart. */
+function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
+  const payload = o.body === undefined ? undefined : JSON.stringify(o.body)
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port: fleet.haproxy.port,
+      method,
+      path,
+      agent: false,
+      timeout: 20_000,
+      headers: {
+        'x-forwarded-for': o.ip ?? randomIp(),
+        ...(o.instance ? { 'x-fleet-instance': o.instance } : {}),
+        ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        ...o.headers
+      }
+    }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { text += c })
+      res.on('end', () => {
+        let json: unknown
+        try { json = JSON.parse(text) } catch {}
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json, servedBy: res.headers['x-served-by'] as string | undefined })
+      })
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
+    req.on('error', reject)
+    req.end(payload)
+  })
+}
+
+async function direct (instance: Instance, path: string): Promise<{ status: number, body: string }> {
+  const res = await fetch(`${instance.url}${path}`).catch(() => undefined)
+  return res ? { status: res.status, body: await res.text() } : { status: 0, body: '' }
+}
+
+// ---------------------------------------------------------------- a real SMTP server
+interface Smtp { url: string, messageIds: string[], close: () => Promise<void> }
+
+/** Accepts every message after `delayMs`: slow enough that one worker's batch outlasts another's poll. */
+async function smtpServer (delayMs: number): Promise<Smtp> {
+  const messageIds: string[] = []
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData (stream, _session, callback) {
+      let raw = ''
+      stream.setEncoding('utf8')
+      stream.on('data', (c: string) => { raw += c })
+      stream.on('end', () => {
+        setTimeout(() => {
+          messageIds.push(/^Message-ID: *(.*)$/mi.exec(raw)?.[1].trim() ?? '')
+          callback()
+        }, delayMs)
+      })
+    }
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
+    messageIds,
+    close: () => new Promise(resolve => server.close(() => resolve()))
+  }
+}
+
+// ---------------------------------------------------------------- load
+interface Outcome { status: number | string, servedBy?: string, startedAt: number, endedAt: number, id?: string, answer?: Answer }
+
+/** `loops` clients sending `next()`'s request back to back until stopped; every outcome kept. */
+function load (send: (n: number) => Promise<Answer>, loops: number) {
+  const outcomes: Outcome[] = []
+  let running = true
+  let n = 0
+  const all = Array.from({ length: loops }, async () => {
+    while (running) {
+      const startedAt = Date.now()
+      try {
+        const answer = await send(n++)
+        outcomes.push({ status: answer.status, servedBy: answer.servedBy, startedAt, endedAt: Date.now(), id: answer.json?.id, answer })
+        if (answer.status >= 500) await sleep(50) // a refused client backs off a little, as it should
+      } catch (err) {
+        outcomes.push({ status: (err as { code?: string }).code ?? String(err), startedAt, endedAt: Date.now() })
+        await sleep(20)
+      }
+    }
+  })
+  return { outcomes, stop: async () => { running = false; await Promise.all(all) } }
+}
+
+const tally = (outcomes: Outcome[]) => outcomes.reduce<Record<string, number>>((a, o) => { a[o.status] = (a[o.status] ?? 0) + 1; return a }, {})
+
+// ---------------------------------------------------------------- the fleet
+// Roja skips rate limits when Redis is away, which would read as "limits are not shared": say so first.
+const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000 })
+redis.on('error', () => {}) // reported by the ping below
+await redis.connect().then(() => redis.ping()).catch((err: Error) => { throw new Error(`Redis at ${REDIS_URL} does not answer (FLEET_REDIS_URL): ${err.message}`) })
+redis.disconnect()
+const smtp = await smtpServer(25)
+t.teardown(() => smtp.close())
+const started = Date.now()
+const fleet = await startFleet({
+  instances: 3,
+  runtime: 'tsx',
+  redisUrl: REDIS_URL,
+  smtpUrl: smtp.url,
+  logLevel: process.env.FLEET_LOG_LEVEL ?? 'warn',
+  env: {
+    RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
+    AUTH_RATE_LIMIT_MAX: '1000',
+    // the test's own load on two shared cores must not be shed as overload
+    MAX_EVENT_LOOP_DELAY_MS: '10000'
+  }
+})
+t.teardown(() => fleet.stop())
+// `timeout` (test.sh) ends a stuck run with SIGTERM: take the fleet and its database down with it
+process.once('SIGTERM', () => { void fleet.stop().finally(() => process.exit(1)) })
+t.comment(`fleet up in ${Date.now() - started} ms: ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`)
+const NAMES = fleet.instances.map(i => i.name)
+
+const db = new pg.Pool({ connectionString: fleet.databaseUrl, max: 3 })
+db.on('error', () => {}) // the outage test stops the server under it
+t.teardown(() => db.end())
+
+async function countIn (table: string, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0
+  const { rows } = await db.query(`select count(*)::int as n from "${table}" where id = any($1::text[])`, [ids])
+  return rows[0].n
+}
+
+async function signUp (creator: boolean): Promise<{ id: string, email: string, auth: Record<string, string> }> {
+  const username = `fleet-${randomUUID().slice(0, 8)}`
+  const email = `${username}@example.com`
+  const res = await call(fleet, 'POST', '/v1/profiles', { body: { first_name: 'Fleet', username, email, password: PASSWORD } })
+  if (res.status !== 201) throw new Error(`sign-up: ${res.status} ${res.body}`)
+  // becoming a creator is an operator action (the CLI), done here in the database
+  if (creator) await db.query('update "user" set is_creator = true where username = $1', [username])
+  const token = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD } })
+  if (token.status !== 200) throw new Error(`token: ${token.status} ${token.body}`)
+  return { id: res.json.id, email, auth: { authorization: `Bearer ${token.json.access_token}` } }
+}
+
+const creator = await signUp(true)
+const reader = await signUp(false)
+const other = (name: string, k = 1) => NAMES[(NAMES.indexOf(name) + k) % NAMES.length]
+
+// ---------------------------------------------------------------- the properties
+t.test('rate limits are shared: the sum over all instances is enforced', async (t) => {
+  const ip = randomIp()
+  const answers: Answer[] = []
+  for (let i = 0; i < RATE_LIMIT_MAX + 15; i++) answers.push(await call(fleet, 'GET', '/version', { ip }))
+  const allowed = answers.filter(a => a.status === 200)
+  t.equal(allowed.length, RATE_LIMIT_MAX, `${RATE_LIMIT_MAX} requests from one client are allowed in the window, across the fleet`)
+  t.equal(answers[RATE_LIMIT_MAX - 1].status, 200, 'the last request inside the limit is answered')
+  t.equal(answers[RATE_LIMIT_MAX].status, 429, 'the first request over it is refused')
+  t.ok(answers.slice(RATE_LIMIT_MAX).every(a => a.status === 429 && a.headers['retry-after'] && a.json?.code === 'RateLimited' &&
+    String(a.headers['content-type']).startsWith('application/problem+json')), 'every refusal is a RateLimited problem with Retry-After')
+  const perInstance = Object.fromEntries(NAMES.map(n => [n, allowed.filter(a => a.servedBy === n).length]))
+  t.ok(NAMES.every(n => perInstance[n] > 0 && perInstance[n] < RATE_LIMIT_MAX), `all instances served, none alone reached the limit: ${JSON.stringify(perInstance)}`)
+  t.equal((await call(fleet, 'GET', '/version', { ip: randomIp() })).status, 200, 'another client still gets through')
+})
+
+t.test('an Idempotency-Key retried on another instance replays and creates nothing', async (t) => {
+  const key = randomUUID()
+  const body = { title: `idem ${randomUUID()}`, type: 'ARTICLE' }
+  const first = await call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance: 'roja1' })
+  const retry = await call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance: 'roja2' })
+  t.equal(first.status, 201)
+  t.same([first.servedBy, retry.servedBy], ['roja1', 'roja2'], 'the retry landed on another instance')
+  t.equal(retry.status, 201, 'the retry gets the first answer')
+  t.equal(retry.json?.id, first.json?.id, 'with the same post')
+  t.equal(retry.headers.location, first.headers.location)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  const other = await call(fleet, 'POST', '/v1/posts', { body: { ...body, title: 'another body' }, headers: { ...creator.auth, 'idempotency-key': key }, instance: 'roja3' })
+  t.equal(other.status, 422, 'the same key with another body is refused on a third instance')
+  const { rows } = await db.query('select count(*)::int as n from post where title = $1 or title = $2', [body.title, 'another body'])
+  t.equal(rows[0].n, 1, 'one post in the database')
+})
+
+t.test('an Idempotency-Key sent to two instances at once creates one post', async (t) => {
+  const rounds = 8
+  const titles: string[] = []
+  for (let r = 0; r < rounds; r++) {
+    const key = randomUUID()
+    const body = { title: `idem-race ${randomUUID()}`, type: 'ARTICLE' }
+    titles.push(body.title)
+    const [a, b] = [NAMES[r % 3], NAMES[(r + 1) % 3]]
+    const pair = await Promise.all([a, b].map(instance => call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance })))
+    t.same(pair.map(p => p.status), [201, 201], `round ${r}: both answered 201 (${a}, ${b})`)
+    t.equal(pair[0].json?.id, pair[1].json?.id, `round ${r}: with the same post`)
+    t.equal(pair.filter(p => p.headers['idempotent-replayed'] === 'true').length, 1, `round ${r}: one of them is the replay`)
+  }
+  const { rows } = await db.query('select title, count(*)::int as n from post where title = any($1) group by title', [titles])
+  t.equal(rows.length, rounds, 'every round created its post')
+  t.ok(rows.every(r => r.n === 1), 'and only one')
+})
+
+t.test('list totals and caches stay exact when writes land on one instance and reads on another', async (t) => {
+  const c = await signUp(true)
+  const totals = async (instance: string) => {
+    const [pub, mine, byCreator] = await Promise.all([
+      call(fleet, 'GET', `/v1/posts?creator_id=${c.id}`, { instance }),
+      call(fleet, 'GET', '/v1/users/me/posts', { instance, headers: c.auth }),
+      call(fleet, 'GET', `/v1/creators/${c.id}/posts`, { instance })
+    ])
+    return [pub.json?.total, mine.json?.total, byCreator.json?.total]
+  }
+  // every instance reads first, so whatever it caches is warm before the writes
+  for (const n of NAMES) t.same(await totals(n), [0, 0, 0], `${n} starts at 0`)
+  const ids: string[] = []
+  let expected = 0
+  for (let i = 0; i < 9; i++) {
+    const writer = NAMES[i % 3]
+    if (i % 3 === 2) {
+      const res = await call(fleet, 'DELETE', `/v1/posts/${ids.shift()}`, { instance: writer, headers: c.auth })
+      t.equal(res.status, 204)
+      expected--
+    } else {
+      const res = await call(fleet, 'POST', '/v1/posts', { instance: writer, headers: c.auth, body: { title: `total ${i} ${randomUUID()}`, type: 'ARTICLE' } })
+      t.equal(res.status, 201)
+      ids.push(res.json.id)
+      expected++
+    }
+    for (const reader of [other(writer, 1), other(writer, 2)]) {
+      t.same(await totals(reader), [expected, expected, expected], `write ${i} on ${writer}: ${reader} counts ${expected}`)
+    }
+  }
+
+  // a change on one instance is what the others serve at once: title and ETag
+  const postId = ids[0]
+  const before = await call(fleet, 'GET', `/v1/posts/${postId}`, { instance: 'roja2' })
+  const put = await call(fleet, 'PUT', `/v1/posts/${postId}`, { instance: 'roja1', headers: c.auth, body: { title: 'renamed on roja1', type: 'ARTICLE' } })
+  t.equal(put.status, 200)
+  for (const n of ['roja2', 'roja3']) {
+    const after = await call(fleet, 'GET', `/v1/posts/${postId}`, { instance: n, headers: { 'if-none-match': String(before.headers.etag) } })
+    t.equal(after.status, 200, `${n}: the old ETag no longer matches`)
+    t.equal(after.json?.title, 'renamed on roja1', `${n} serves the new title`)
+  }
+
+  // comments: written on one, counted on the others
+  for (let i = 0; i < 3; i++) {
+    t.equal((await call(fleet, 'POST', `/v1/posts/${postId}/comments`, { instance: NAMES[i], headers: reader.auth, body: { text: `comment ${i}` } })).status, 201)
+    for (const n of [other(NAMES[i], 1), other(NAMES[i], 2)]) {
+      t.equal((await call(fleet, 'GET', `/v1/posts/${postId}/comments`, { instance: n })).json?.total, i + 1, `comment ${i} on ${NAMES[i]}: ${n} counts ${i + 1}`)
+    }
+  }
+
+  // a ban (an operator action in the database) holds on every instance at once
+  const banned = await signUp(false)
+  for (const n of NAMES) t.equal((await call(fleet, 'GET', '/v1/profiles/me', { instance: n, headers: banned.auth })).status, 200)
+  await db.query('update "user" set is_active = false where id = $1', [banned.id])
+  for (const n of NAMES) {
+    const res = await call(fleet, 'GET', '/v1/profiles/me', { instance: n, headers: banned.auth })
+    t.equal(res.json?.code, 'UserIsBanned', `${n} refuses the banned user`)
+  }
+})
+
+t.test('each queued e-mail is delivered exactly once while every instance runs its outbox worker', async (t) => {
+  const sentBefore = await sentByInstance()
+  const count = 45
+  const queued = load(async () => call(fleet, 'POST', `/v1/users/${reader.id}/email`, { headers: reader.auth }), 5)
+  while (queued.outcomes.length < count) await sleep(20)
+  await queued.stop()
+  t.ok(queued.outcomes.every(o => o.status === 202), `every request queued its e-mail: ${JSON.stringify(tally(queued.outcomes))}`)
+  const { rows } = await db.query('select id from outbox_message where to_address = $1', [reader.email])
+  t.equal(rows.length, queued.outcomes.length, 'one outbox message per request')
+  const expected = new Set(rows.map(r => `<${r.id}@roja.outbox>`))
+
+  const deadline = Date.now() + 60_000
+  let unsent = -1
+  while (Date.now() < deadline) {
+    unsent = (await db.query('select count(*)::int as n from outbox_message where sent_at is null')).rows[0].n
+    if (unsent === 0) break
+    await sleep(200)
+  }
+  t.equal(unsent, 0, 'every message is marked sent')
+  await sleep(1500) // a message delivered twice would reach the server within this
+  const received = smtp.messageIds.filter(id => expected.has(id))
+  t.equal(new Set(received).size, expected.size, 'the SMTP server received every message')
+  t.equal(received.length, expected.size, 'and each one once')
+  const duplicates = smtp.messageIds.length - new Set(smtp.messageIds).size
+  t.equal(duplicates, 0, `no message at all arrived twice (${smtp.messageIds.length} received in the whole run)`)
+  const sentAfter = await sentByInstance()
+  const delivered = Object.fromEntries(NAMES.map(n => [n, sentAfter[n] - sentBefore[n]]))
+  t.ok(Object.values(delivered).filter(v => v > 0).length >= 2, `two or more workers delivered: ${JSON.stringify(delivered)}`)
+})
+
+/** roja_outbox_sent_total of each instance, read from its own /metrics */
+async function sentByInstance (): Promise<Record<string, number>> {
+  const result: Record<string, number> = {}
+  for (const i of fleet.instances) {
+    const text = (await direct(i, '/metrics')).body
+    result[i.name] = Number(/^roja_outbox_sent_total(?:\{\})? (\d+)/m.exec(text)?.[1] ?? 0)
+  }
+  return result
+}
+
+const writePost = (label: string) => (n: number) =>
+  call(fleet, 'POST', '/v1/posts', { headers: creator.auth, body: { title: `${label} ${n} ${randomUUID()}`, type: 'ARTICLE', tags: ['fleet'] } })
+
+t.test('kill -9 of an instance during a write burst loses no acknowledged write; HAProxy stops sending to it', async (t) => {
+  const victim = fleet.instances[2]
+  const burst = load(writePost('kill9'), 6)
+  await sleep(1500)
+  const killedAt = Date.now()
+  victim.child!.kill('SIGKILL')
+  await victim.exit
+  await fleet.haproxy.waitFor([victim.name], 'DOWN', 10_000)
+  const downAt = Date.now()
+  await sleep(1500)
+  await burst.stop()
+  t.comment(`outcomes ${JSON.stringify(tally(burst.outcomes))}; marked down ${downAt - killedAt} ms after the kill`)
+
+  const acknowledged = burst.outcomes.filter(o => o.status === 201).map(o => o.id!)
+  t.ok(acknowledged.length >= 20, `the burst wrote (${acknowledged.length} acknowledged)`)
+  t.equal(await countIn('post', acknowledged), acknowledged.length, 'every 201 is in the database')
+  t.ok(burst.outcomes.some(o => o.servedBy === victim.name && o.startedAt < killedAt), `${victim.name} took writes before the kill`)
+  const after = burst.outcomes.filter(o => o.startedAt > downAt)
+  t.ok(after.length > 0, 'the burst went on after HAProxy took it out')
+  t.equal(after.filter(o => o.servedBy === victim.name).length, 0, `nothing was sent to ${victim.name} once it was down`)
+  t.same(tally(after), { 201: after.length }, 'and every later write succeeded on the others')
+
+  await victim.start()
+  await fleet.haproxy.waitFor([victim.name], 'UP', 10_000)
+  t.pass(`${victim.name} restarted and HAProxy sends to it again`)
+})
+
+t.test('SIGTERM drains an instance with no failed request', async (t) => {
+  const victim = fleet.instances[1]
+  const burst = load(writePost('sigterm'), 6)
+  const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
+  await sleep(1500)
+  t.ok(burst.outcomes.some(o => o.servedBy === victim.name), `${victim.name} takes writes before the signal`)
+  const signalledAt = Date.now()
+  victim.child!.kill('SIGTERM')
+  let downAt = 0
+  const down = fleet.haproxy.waitFor([victim.name], 'DOWN', 10_000).then(() => { downAt = Date.now() })
+  const exit = await victim.exit!
+  const exitedAt = Date.now()
+  await down
+  t.ok(downAt <= exitedAt, `HAProxy took it out (after ${downAt - signalledAt} ms) before it exited (${exitedAt - signalledAt} ms)`)
+  await sleep(1000)
+  await Promise.all([burst.stop(), reads.stop()])
+  const all = [...burst.outcomes, ...reads.outcomes]
+  t.comment(`outcomes ${JSON.stringify(tally(all))}; exited ${exitedAt - signalledAt} ms after SIGTERM`)
+  if (!t.same(exit, { code: 0, signal: null }, 'the instance exited cleanly')) t.comment(victim.log.join('').slice(-4000))
+  t.same(tally(burst.outcomes), { 201: burst.outcomes.length }, 'every write succeeded')
+  t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
+  const acknowledged = burst.outcomes.map(o => o.id!)
+  t.equal(await countIn('post', acknowledged), acknowledged.length, 'every 201 is in the database')
+  t.equal(all.filter(o => o.servedBy === victim.name && o.startedAt > exitedAt).length, 0, `nothing was sent to ${victim.name} after it exited`)
+
+  await victim.start()
+  await fleet.haproxy.waitFor([victim.name], 'UP', 10_000)
+})
+
+t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then recovery without restarting Roja', async (t) => {
+  const pids = fleet.instances.map(i => i.pid)
+  const burst = load(writePost('outage'), 4)
+  const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
+  await sleep(1000)
+  const stoppedAt = Date.now()
+  fleet.postgres!.stop()
+  await sleep(3000)
+  const startedAt = Date.now()
+  fleet.postgres!.start()
+  // recovered: a write through the balancer succeeds again
+  let recoveredAt = 0
+  while (Date.now() - startedAt < 20_000) {
+    const probe = await writePost('probe')(0).catch(() => undefined)
+    if (probe?.status === 201) { recoveredAt = Date.now(); break }
+    await sleep(100)
+  }
+  await sleep(1000)
+  await Promise.all([burst.stop(), reads.stop()])
+  const all = [...burst.outcomes, ...reads.outcomes]
+  t.comment(`outcomes ${JSON.stringify(tally(all))}; recovered ${recoveredAt - startedAt} ms after the database started`)
+
+  const during = all.filter(o => o.startedAt > stoppedAt + 200 && o.endedAt < startedAt)
+  t.ok(during.length > 0 && during.every(o => o.status === 503), `while the database is down every answer is 503 (${JSON.stringify(tally(during))})`)
+  const refusals = all.filter(o => o.status !== 200 && o.status !== 201)
+  const clean = (o: Outcome) => o.status === 503 && o.answer!.headers['retry-after'] !== undefined && o.answer!.json?.code === 'ServiceUnavailable' &&
+    String(o.answer!.headers['content-type']).startsWith('application/problem+json')
+  if (!t.same(refusals.filter(o => !clean(o)).map(o => o.answer?.body ?? o.status), [], 'every refusal, from an instance or from HAProxy, is a ServiceUnavailable problem with Retry-After')) {
+    for (const i of fleet.instances) t.comment(`${i.name}: ${i.log.join('').split('\n').filter(l => l.includes('request failed') && !l.includes('ServiceUnavailable')).slice(-3).join('\n')}`)
+  }
+  t.ok(refusals.some(o => o.servedBy !== undefined), `some came from the instances (${refusals.filter(o => o.servedBy).length}) before HAProxy took them out`)
+  t.ok(recoveredAt > 0, 'writes succeed again after the database is back')
+  const later = all.filter(o => o.startedAt > recoveredAt + 500)
+  t.ok(later.length > 0 && later.every(o => o.status === 200 || o.status === 201), `and keep succeeding (${JSON.stringify(tally(later))})`)
+  for (const i of fleet.instances) t.equal((await direct(i, '/health')).status, 200, `${i.name} is healthy again`)
+  t.same(fleet.instances.map(i => i.pid), pids, 'no instance was restarted')
+  t.ok(fleet.instances.every(i => i.running), 'all still running')
+  const acknowledged = burst.outcomes.filter(o => o.status === 201).map(o => o.id!)
+  t.equal(await countIn('post', acknowledged), acknowledged.length, `every 201 is in the database (${acknowledged.length})`)
+})

@@ -1,0 +1,58 @@
+/**
+ * `npm run fleet`: HAProxy in front of FLEET_INSTANCES (default 3) Roja instances, built first
+ * with `npm run build` (FLEET_RUNTIME=tsx runs the sources instead), on one PostgreSQL and one Redis.
+ * DATABASE_URL (postgres://…) names the database; without it a private throw-away cluster is
+ * started. REDIS_URL defaults to redis://127.0.0.1:6379; SMTP_URL and JWT_SECRET are passed on.
+ * Prints the balancer's URL; Ctrl-C or SIGTERM stops the balancer, the instances, then the database.
+ */
+import { spawnSync } from 'node:child_process'
+import { startFleet, type Runtime } from './fleet.js'
+
+const runtime = (process.env.FLEET_RUNTIME ?? 'dist') as Runtime
+if (runtime !== 'dist' && runtime !== 'tsx') throw new Error('FLEET_RUNTIME must be dist or tsx')
+const databaseUrl = process.env.DATABASE_URL
+if (databaseUrl && !databaseUrl.startsWith('postgres')) {
+  console.error('DATABASE_URL must be a postgres:// URL: a fleet cannot share a SQLite file')
+  process.exit(78)
+}
+
+// built here rather than by `npm run build && …` in package.json: then npm's signals reach this process itself
+if (runtime === 'dist' && spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' }).status !== 0) process.exit(1)
+console.log(`starting ${process.env.FLEET_INSTANCES ?? 3} instances (${runtime}), ${databaseUrl ? 'on DATABASE_URL' : 'on a private PostgreSQL'} …`)
+const fleet = await startFleet({
+  instances: Number(process.env.FLEET_INSTANCES ?? 3),
+  runtime,
+  port: process.env.FLEET_PORT ? Number(process.env.FLEET_PORT) : undefined,
+  databaseUrl,
+  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  smtpUrl: process.env.SMTP_URL,
+  logLevel: process.env.LOG_LEVEL ?? 'info'
+})
+for (const i of fleet.instances) {
+  // the instances' own log lines, prefixed with their name
+  const prefix = (chunk: Buffer) => process.stdout.write(String(chunk).replace(/^(?=.)/gm, `${i.name} | `))
+  i.child!.stdout!.on('data', prefix)
+  i.child!.stderr!.on('data', prefix)
+}
+console.log(`instances: ${fleet.instances.map(i => `${i.name} ${i.url} (pid ${i.pid})`).join(', ')}`)
+console.log(`database: ${fleet.postgres ? `private cluster on port ${fleet.postgres.port} (deleted at stop)` : 'DATABASE_URL'}; media and mail: ${fleet.dataDir}`)
+console.log(`balancer: ${fleet.url}`)
+
+let stopping = false
+const stop = async (signal: string) => {
+  if (stopping) return
+  stopping = true
+  console.log(`${signal}: stopping the balancer, the instances, then the database`)
+  await fleet.stop()
+  process.exit(0)
+}
+process.on('SIGINT', () => { void stop('SIGINT') })
+process.on('SIGTERM', () => { void stop('SIGTERM') })
+// npm passes a SIGTERM to its shell, not to this process: when the shell goes, so does the fleet
+const parent = process.ppid
+setInterval(() => { if (process.ppid !== parent) void stop('parent process gone') }, 500).unref()
+console.log(`Ctrl-C or \`kill ${process.pid}\` stops the fleet`)
+// an instance that dies on its own is reported; HAProxy has already taken it out
+for (const i of fleet.instances) {
+  void i.exit!.then(({ code, signal }) => { if (!stopping) console.error(`${i.name} exited (code ${code}, signal ${signal})`) })
+}

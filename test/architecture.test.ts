@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import t from 'tap'
+
+// The layering, checked over the import graph (README, Architecture): schemas/ imports nothing of
+// ours; src/domain imports only schemas/, src/db/ and itself; nothing imports scripts/, bench/ or test/.
+const root = new URL('..', import.meta.url).pathname
+
+function files (dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
+    .filter(e => e.isFile() && e.name.endsWith('.ts'))
+    .map(e => relative(root, join(e.parentPath, e.name)))
+}
+
+function importsOf (file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8')
+  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)].map(m => m[1] ?? m[2])
+}
+
+/** The repository-relative target of a relative import, or the package name of a bare one. */
+function target (file: string, spec: string): string {
+  if (!spec.startsWith('.')) return spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]
+  return relative(root, join(root, file, '..', spec))
+}
+
+t.test('src/domain imports no web framework: only schemas/, src/db/, itself and plain libraries', async (t) => {
+  const domain = files('src/domain')
+  t.ok(domain.length > 10, `${domain.length} domain modules`)
+  for (const file of domain) {
+    for (const spec of importsOf(file)) {
+      const to = target(file, spec)
+      const bad = to === 'fastify' || to.startsWith('@fastify/') || to.startsWith('fastify-') ||
+        to.startsWith('plugins/') || to.startsWith('src/routes/') || to === 'src/app.js' || to === 'src/server.js'
+      t.notOk(bad, `${file} imports ${spec}`)
+    }
+  }
+})
+
+t.test('schemas/ imports nothing from src/ or plugins/', async (t) => {
+  for (const file of files('schemas')) {
+    for (const spec of importsOf(file)) {
+      const to = target(file, spec)
+      t.notOk(to.startsWith('src/') || to.startsWith('plugins/'), `${file} imports ${spec}`)
+    }
+  }
+})
+
+t.test('the runtime (src/, plugins/, schemas/) imports no tooling: scripts/, bench/, test/', async (t) => {
+  for (const file of [...files('src'), ...files('plugins'), ...files('schemas')]) {
+    for (const spec of importsOf(file)) {
+      const to = target(file, spec)
+      t.notOk(/^(scripts|bench|test)\//.test(to), `${file} imports ${spec}`)
+    }
+  }
+})
+
+t.test('the checker itself sees a forbidden import', async (t) => {
+  t.equal(target('src/domain/posts.ts', '../../plugins/auth.js'), 'plugins/auth.js')
+  t.equal(target('src/domain/posts.ts', '@fastify/jwt/x'), '@fastify/jwt')
+  t.same(importsOf('src/domain/errors.ts'), ['../../schemas/problems.js'])
+})

@@ -1,0 +1,40 @@
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import t from 'tap'
+
+/**
+ * The build compiles only what the server runs: the files `tsc -p tsconfig.build.json` takes
+ * (each becomes one file in dist/) are exactly the modules that src/server.ts and src/cli.ts
+ * reach through their imports, and no tooling (convention checker, seeder, migration script,
+ * benchmarks, soak, tests).
+ */
+const ROOT = resolve(import.meta.dirname, '..')
+const run = promisify(execFile)
+
+/** The project's own source files reachable from `entries` by relative imports (type-only ones too: tsc emits them). */
+function reachable (entries: string[]): Set<string> {
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    const source = readFileSync(join(ROOT, file), 'utf8')
+    for (const [, spec] of source.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)\.js'/g)) {
+      visit(relative(ROOT, resolve(ROOT, dirname(file), `${spec}.ts`)))
+    }
+  }
+  entries.forEach(visit)
+  return seen
+}
+
+t.test('dist holds only runtime code: the build takes exactly what server.ts and cli.ts import', async (t) => {
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+  const { stdout } = await run(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--listFilesOnly'], { cwd: ROOT, maxBuffer: 1 << 24 })
+  const built = stdout.split('\n').map(f => f.trim()).filter(f => f.startsWith(ROOT) && !f.includes('/node_modules/')).map(f => relative(ROOT, f)).sort()
+  t.same(built, [...reachable(['src/server.ts', 'src/cli.ts'])].sort(), 'the build inputs are the import graph of the two entry points')
+  t.ok(built.includes('src/db/migrations/2026_11_21_0001_initial.ts'), 'migrations are runtime code')
+  for (const tooling of ['scripts/', 'test/', 'bench/', 'src/conventions/', 'src/db/seed', 'src/db/migrate-cli']) {
+    t.same(built.filter(f => f.startsWith(tooling)), [], `nothing from ${tooling}`)
+  }
+})

@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { json } from './helper.js'
+import { createCreator, type TestUser } from './fixtures.js'
+import { createPost, setup } from './post-fixtures.js'
+
+/**
+ * Lost updates: many PUTs (and DELETEs) fired together with the same If-Match. The check and
+ * the write are one atomic step, so exactly one twin wins and the others get 412.
+ */
+const TWINS = 12
+const ROUNDS = 4
+
+interface Target {
+  name: string
+  /** makes a fresh resource and answers its URL */
+  create: (app: FastifyInstance, owner: TestUser) => Promise<string>
+  body: (n: number) => Record<string, unknown>
+}
+
+const targets: Target[] = [
+  {
+    name: 'shop',
+    create: async (app, owner) => `/v1/shops/${json(await app.inject({ method: 'POST', url: '/v1/shops', headers: owner.headers, payload: { name: 'Shop' } })).id}`,
+    body: n => ({ name: `Shop twin ${n}` })
+  },
+  {
+    name: 'product',
+    create: async (app, owner) => {
+      const shop = json(await app.inject({ method: 'POST', url: '/v1/shops', headers: owner.headers, payload: { name: 'Shop' } }))
+      const product = json(await app.inject({ method: 'POST', url: `/v1/shops/${shop.id}/products`, headers: owner.headers, payload: { name: 'Thing', price_cents: 100, currency: 'EUR' } }))
+      return `/v1/shops/${shop.id}/products/${product.id}`
+    },
+    body: n => ({ name: `Thing twin ${n}`, price_cents: 100 + n, currency: 'EUR' })
+  },
+  {
+    name: 'profile',
+    create: async () => '/v1/profiles/me',
+    body: n => ({ first_name: `Twin ${n}` })
+  },
+  {
+    name: 'post',
+    create: async (app, owner) => `/v1/posts/${(await createPost(app, owner)).id}`,
+    body: n => ({ title: `Post twin ${n}`, type: 'ARTICLE' })
+  },
+  {
+    name: 'comment',
+    create: async (app, owner) => {
+      const post = await createPost(app, owner)
+      const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
+      return `/v1/posts/${post.id}/comments/${comment.id}`
+    },
+    body: n => ({ text: `twin ${n}` })
+  }
+]
+
+for (const target of targets) {
+  t.test(`${target.name}: ${TWINS} PUTs with the same If-Match, exactly one succeeds`, async (t) => {
+    const app = await setup(t)
+    for (let round = 1; round <= ROUNDS; round++) {
+      const owner = await createCreator(app)
+      const url = await target.create(app, owner)
+      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
+      t.equal(read.statusCode, 200)
+      const headers = { ...owner.headers, 'if-match': String(read.headers.etag) }
+      const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) =>
+        app.inject({ method: 'PUT', url, headers, payload: target.body(n) })))
+      const statuses = answers.map(a => a.statusCode)
+      t.equal(statuses.filter(s => s === 200).length, 1, `round ${round}: one 200 (${statuses.join(' ')})`)
+      t.equal(statuses.filter(s => s === 412).length, TWINS - 1, `round ${round}: the rest 412`)
+      const winner = answers.find(a => a.statusCode === 200)!
+      const now = await app.inject({ method: 'GET', url, headers: owner.headers })
+      t.same(json(now), json(winner), `round ${round}: what is stored is the winner's write`)
+    }
+  })
+}
+
+for (const target of targets.filter(x => x.name !== 'profile')) {
+  t.test(`${target.name}: a PUT and a DELETE with the same If-Match, only one happens`, async (t) => {
+    const app = await setup(t)
+    for (let round = 1; round <= ROUNDS; round++) {
+      const owner = await createCreator(app)
+      const url = await target.create(app, owner)
+      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
+      const headers = { ...owner.headers, 'if-match': String(read.headers.etag) }
+      const answers = await Promise.all([
+        ...Array.from({ length: TWINS / 2 }, (_, n) => app.inject({ method: 'PUT', url, headers, payload: target.body(n) })),
+        ...Array.from({ length: TWINS / 2 }, () => app.inject({ method: 'DELETE', url, headers }))
+      ])
+      const wins = answers.filter(a => a.statusCode === 200 || a.statusCode === 204)
+      t.equal(wins.length, 1, `round ${round}: one change (${answers.map(a => a.statusCode).join(' ')})`)
+      t.ok(answers.every(a => [200, 204, 404, 412].includes(a.statusCode)), `round ${round}: the others are 412 (or 404 once deleted)`)
+    }
+  })
+}

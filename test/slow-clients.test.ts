@@ -1,0 +1,128 @@
+import { connect, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { build } from './helper.js'
+
+/**
+ * Slow clients on a real port: half-sent headers, a body that stops, a body sent a byte at a
+ * time. Each is cut after its timeout while ordinary requests keep being answered.
+ */
+const HEADERS_MS = 1000
+const IDLE_MS = 1500
+const REQUEST_MS = 2500
+const PER_KIND = 100
+const SLACK_MS = 4000 // a shared, busy machine: cut within the timeout plus this
+
+async function listen (app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return (app.server.address() as AddressInfo).port
+}
+
+interface Slow { kind: string, openedAt: number, closedAt?: number, socket: Socket }
+
+function open (port: number, kind: string, localAddress: string, start: (socket: Socket) => void): Promise<Slow> {
+  return new Promise((resolve, reject) => {
+    const slow: Slow = { kind, openedAt: 0, socket: connect({ port, host: '127.0.0.1', localAddress }) }
+    slow.socket.on('error', () => {}) // a reset is one way of being cut
+    slow.socket.on('close', () => { slow.closedAt = Date.now() })
+    slow.socket.resume() // read what the server sends (a 408, then its end), else the end is never seen
+    slow.socket.once('connect', () => { slow.openedAt = Date.now(); start(slow.socket); resolve(slow) })
+    slow.socket.once('error', reject)
+  })
+}
+
+const HEAD = 'POST /v1/profiles HTTP/1.1\r\nHost: roja.test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n'
+
+const kinds: Record<string, { limit: number, start: (socket: Socket) => void }> = {
+  // never finishes its headers: HEADERS_TIMEOUT_MS
+  headers: { limit: HEADERS_MS, start: s => { s.write('GET /health HTTP/1.1\r\nHost: roja.test\r\nX-Slow: ') } },
+  // promises 100 bytes, sends 4, then nothing: IDLE_TIMEOUT_MS
+  body: { limit: IDLE_MS, start: s => { s.write(`${HEAD}{"fi`) } },
+  // a byte every 300 ms never leaves the socket idle: REQUEST_TIMEOUT_MS
+  dribble: {
+    limit: REQUEST_MS,
+    start: s => {
+      s.write(HEAD)
+      const timer = setInterval(() => { if (!s.destroyed) s.write(' ') }, 300)
+      s.once('close', () => clearInterval(timer))
+    }
+  }
+}
+
+t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; normal requests keep flowing`, async (t) => {
+  const app = await build(t, {
+    env: { HEADERS_TIMEOUT_MS: String(HEADERS_MS), IDLE_TIMEOUT_MS: String(IDLE_MS), REQUEST_TIMEOUT_MS: String(REQUEST_MS), MAX_CONNECTIONS_PER_IP: '1000' }
+  })
+  const port = await listen(app)
+  const slows: Slow[] = []
+  for (const [kind, { start }] of Object.entries(kinds)) {
+    for (let i = 0; i < PER_KIND; i++) slows.push(await open(port, kind, '127.0.0.2', start))
+  }
+  t.teardown(() => { for (const s of slows) s.socket.destroy() })
+
+  // Ordinary requests from another address while the slow ones are held open.
+  const latencies: number[] = []
+  const deadline = Date.now() + REQUEST_MS + SLACK_MS
+  while (Date.now() < deadline && slows.some(s => s.closedAt === undefined)) {
+    const began = Date.now()
+    const res = await fetch(`http://127.0.0.1:${port}/health`)
+    t.equal(res.status, 200)
+    await res.arrayBuffer()
+    latencies.push(Date.now() - began)
+    await sleep(100)
+  }
+  t.ok(latencies.length >= 5, `normal requests were answered meanwhile (${latencies.length})`)
+  t.ok(Math.max(...latencies) < 1000, `each within a second (slowest ${Math.max(...latencies)} ms)`)
+
+  for (const [kind, { limit }] of Object.entries(kinds)) {
+    const mine = slows.filter(s => s.kind === kind)
+    const open = mine.filter(s => s.closedAt === undefined)
+    t.equal(open.length, 0, `${kind}: every connection was cut`)
+    const lifetimes = mine.filter(s => s.closedAt !== undefined).map(s => s.closedAt! - s.openedAt)
+    t.ok(Math.min(...lifetimes) >= limit * 0.9, `${kind}: none cut before its ${limit} ms timeout (shortest ${Math.min(...lifetimes)} ms)`)
+    t.ok(Math.max(...lifetimes) <= limit + SLACK_MS, `${kind}: all cut soon after it (longest ${Math.max(...lifetimes)} ms)`)
+  }
+})
+
+t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async (t) => {
+  const app = await build(t, { env: { KEEP_ALIVE_TIMEOUT_MS: '500' } })
+  const port = await listen(app)
+  const slow = await open(port, 'keep-alive', '127.0.0.1', s => { s.write('GET /health HTTP/1.1\r\nHost: roja.test\r\n\r\n') })
+  let answer = ''
+  slow.socket.on('data', (chunk) => { answer += String(chunk) })
+  for (let i = 0; i < 50 && slow.closedAt === undefined; i++) await sleep(100)
+  t.match(answer, /^HTTP\/1\.1 200/, 'answered')
+  t.ok(slow.closedAt !== undefined, 'then closed')
+  t.ok(slow.closedAt! - slow.openedAt >= 450 && slow.closedAt! - slow.openedAt < 4000, `after about the keep-alive timeout (${slow.closedAt! - slow.openedAt} ms)`)
+})
+
+t.test('MAX_CONNECTIONS_PER_IP: one address cannot hold more sockets; others and trusted proxies are not affected', async (t) => {
+  const app = await build(t, { env: { MAX_CONNECTIONS_PER_IP: '5', TRUST_PROXY: '127.0.0.3' } })
+  const port = await listen(app)
+  const idle = () => undefined
+  const held = await Promise.all(Array.from({ length: 5 }, () => open(port, 'held', '127.0.0.2', idle)))
+  t.teardown(() => { for (const s of held) s.socket.destroy() })
+  await sleep(300)
+  t.ok(held.every(s => s.closedAt === undefined), 'five connections are kept')
+  const sixth = await open(port, 'sixth', '127.0.0.2', idle)
+  for (let i = 0; i < 30 && sixth.closedAt === undefined; i++) await sleep(100)
+  t.ok(sixth.closedAt !== undefined, 'the sixth from the same address is closed at once')
+
+  const other = await fetch(`http://127.0.0.1:${port}/health`)
+  t.equal(other.status, 200, 'another address is served')
+
+  held[0].socket.destroy()
+  await sleep(300)
+  const again = await open(port, 'again', '127.0.0.2', s => { s.write('GET /health HTTP/1.1\r\nHost: roja.test\r\nConnection: close\r\n\r\n') })
+  let answer = ''
+  again.socket.on('data', (chunk) => { answer += String(chunk) })
+  for (let i = 0; i < 30 && again.closedAt === undefined; i++) await sleep(100)
+  t.match(answer, /^HTTP\/1\.1 200/, 'once one closes, the address may connect again')
+
+  const proxy = await Promise.all(Array.from({ length: 10 }, () => open(port, 'proxy', '127.0.0.3', idle)))
+  t.teardown(() => { for (const s of proxy) s.socket.destroy() })
+  await sleep(300)
+  t.ok(proxy.every(s => s.closedAt === undefined), 'a trusted proxy carries everyone\'s connections: no cap')
+})
