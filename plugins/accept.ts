@@ -14,7 +14,7 @@ declare module 'fastify' {
 const OFFERS = [['application', 'json'], ['application', 'problem+json']] as const
 
 /**
- * DESIGN §2: 406 NotAcceptable when the request's `Accept` allows no JSON representation. Routes
+ * 406 NotAcceptable when the request's `Accept` allows no JSON representation. Routes
  * that answer JSON (those with a response schema) are marked at start; routes that serve other
  * types (docs pages, /metrics) or negotiate themselves (media bytes) are left alone. No `Accept`,
  * `*\/*` and `application/json`, nearly every request, are let through by one string comparison.

@@ -202,7 +202,7 @@ function describeOperation (path: string, method: string, op: Doc, fact: RouteFa
     })
   }
   for (const parameter of op.parameters) {
-    if (parameter.in === 'query' && parameter.name === 'sort' && parameter.schema?.['x-sortable']) sortParameter(parameter)
+    if (parameter.in === 'query' && parameter.name === 'sort') sortParameter(parameter)
   }
   if (op.parameters.length === 0) delete op.parameters
 
@@ -291,7 +291,10 @@ function successDescription (status: string, response: Doc): string {
 
 /** `sort=field,-other` as OpenAPI says it: a comma-separated array (form, not exploded) of an enum. */
 function sortParameter (parameter: Doc) {
-  const fields: string[] = parameter.schema['x-sortable']
+  // ListQuery's pattern: ^-?(a|b)(,-?(a|b))*$
+  const match = /^\^-\?\(([^()]+)\)\(,-\?\(\1\)\)\*\$$/.exec(String(parameter.schema?.pattern ?? ''))
+  if (!match) return
+  const fields = match[1].split('|').map(field => field.replace(/\\(.)/g, '$1'))
   parameter.style = 'form'
   parameter.explode = false
   parameter.schema = {
@@ -315,6 +318,5 @@ function standardFormats (node: unknown): void {
     delete schema.format
     schema.pattern = LENIENT_DATE_TIME_PATTERN
   }
-  delete schema['x-sortable']
   for (const value of Object.values(schema)) standardFormats(value)
 }

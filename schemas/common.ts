@@ -90,7 +90,8 @@ export const PageQuery = {
 
 /**
  * The query of a list: limit, offset, sort over the named fields, plus the list's filters.
- * `sort` is `field,-other`; the pattern is built from the list's own sortable fields.
+ * `sort` is `field,-other`; the pattern is built from the list's own sortable fields (the exported
+ * documents read them back from it and describe sort as a comma-separated array of an enum).
  */
 export function ListQuery<F extends TProperties> (sortable: readonly string[], filters: F, defaultSort?: string) {
   const field = `-?(${sortable.map(escapeRegex).join('|')})`
@@ -98,8 +99,6 @@ export function ListQuery<F extends TProperties> (sortable: readonly string[], f
     ...PageQuery,
     sort: Type.Optional(Type.String({
       pattern: `^${field}(,${field})*$`,
-      // the document describes sort as a comma-separated array of these fields (plugins/openapi-document.ts)
-      'x-sortable': [...sortable],
       description: `comma-separated fields, a leading - sorts descending; one of: ${sortable.join(', ')}` +
         (defaultSort ? `; default: ${defaultSort}` : ''),
       examples: [sortable.map((f, i) => (i === 0 ? `-${f}` : f)).slice(0, 2).join(',')]

@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import deprecation from '../../plugins/deprecation.js'
 import metrics from '../../plugins/metrics.js'
+import rateLimit from '../../plugins/rate-limit.js'
 import openapi from '../../plugins/openapi.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
@@ -18,7 +19,8 @@ async function build (t: Test) {
   const app = Fastify(serverOptions(cfg))
   await app.register(config, { config: cfg })
   await app.register(problems)
-  await app.register(metrics)
+  await app.register(rateLimit)
+  await app.register(metrics) // after the rate limiter, as the app registers it
   await app.register(openapi)
   await app.register(deprecation)
   app.get('/v1/things', {
