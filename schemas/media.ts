@@ -16,7 +16,7 @@ export const MediaParams = Params({ mediaId: Uuid })
 
 /**
  * Every media type the bytes of a file can be served as: what the upload sniffer (file-type)
- * recognises, else text/plain or application/octet-stream (DESIGN §4). Never application/json,
+ * recognises, else text/plain or application/octet-stream. Never application/json,
  * which names the metadata. A test keeps the list equal to file-type's.
  */
 export const MEDIA_BYTE_TYPES = [

@@ -7,7 +7,7 @@ import { AppError } from './errors.js'
 export interface Page {
   limit: number
   offset: number
-  /** the paging form the client used: links repeat it (`page`/`count` is the spec's alternative form) */
+  /** the paging form the client used: links repeat it (`page`/`count` is the alternative form) */
   style?: 'offset' | 'page'
 }
 
@@ -73,7 +73,7 @@ export interface PagingQuery {
 }
 
 /**
- * A list that accepts both paging forms: `limit`/`offset` or the spec's `page`/`count`
+ * A list that accepts both paging forms: `limit`/`offset` or `page`/`count`
  * (1-based page). Mixing them is a 422 that names the offending parameter.
  */
 export function pageOrCount (query: PagingQuery): Page {

@@ -37,7 +37,7 @@ export async function findAccount (db: Db, id: string, generation: number): Prom
   return { id: row.id, username: row.username, email: row.email, is_creator: Boolean(row.is_creator), is_active: true }
 }
 
-/** The spec's username rule: surrounding whitespace stripped, lower case. The one place it is applied. */
+/** The username rule: surrounding whitespace stripped, lower case. The one place it is applied. */
 export function normaliseUsername (username: string): string {
   return username.trim().toLowerCase()
 }
