@@ -1,4 +1,4 @@
-import { BlockList, isIPv4 } from 'node:net'
+import { BlockList, isIP, isIPv4 } from 'node:net'
 import type { Socket } from 'node:net'
 import cors from '@fastify/cors'
 import helmet from 'helmet'
@@ -38,6 +38,26 @@ export function trustedProxies (entries: readonly string[]): BlockList {
     for (const [address, prefix] of RANGES[entry] ?? [cidr(entry)]) list.addSubnet(address, prefix, isIPv4(address) ? 'ipv4' : 'ipv6')
   }
   return list
+}
+
+/**
+ * TRUST_PROXY as Fastify's trust function: the same matcher, its answer remembered per address,
+ * since Fastify parses the peer again on every read of `request.ip` and `request.protocol`.
+ */
+export function trustFunction (entries: readonly string[]): (address: string, hop: number) => boolean {
+  const list = trustedProxies(entries)
+  const known = new Map<string, boolean>()
+  return (address) => {
+    let trusted = known.get(address)
+    if (trusted === undefined) {
+      const family = isIP(address)
+      trusted = family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
+      // X-Forwarded-For entries are written by clients: the memory stays bounded.
+      if (known.size >= 1024) known.clear()
+      known.set(address, trusted)
+    }
+    return trusted
+  }
 }
 
 function cidr (entry: string): [string, number] {

@@ -7,7 +7,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
 import { frameworkErrors, problemOf } from '../plugins/problems.js'
-import { redactTokens } from '../plugins/security.js'
+import { redactTokens, trustFunction } from '../plugins/security.js'
 import { isLenientDateTime } from './db/time.js'
 
 /**
@@ -24,16 +24,18 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
       // a token sent in the query (refused, 400) never reaches a log.
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
+      // Explicit paths only, for the shapes Roja logs: wildcard paths made redaction the dearest part
+      // of every request line (about 3 µs of 5). The suite-wide log scan in `npm test` is the net.
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
-          'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],
+        paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'password', 'body.password',
+          'err.password', 'access_token', 'body.access_token', 'jwtSecret', 'JWT_SECRET', 'config.JWT_SECRET'],
         censor: '[redacted]'
       },
       // pretty: for people at a terminal (npm run dev); pino-pretty runs in a worker thread.
       ...(config.LOG_FORMAT === 'pretty' ? { transport: { target: 'pino-pretty', options: PRETTY } } : {})
     },
     logController: new OneLinePerRequest(),
-    trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
+    trustProxy: Array.isArray(config.trustProxy) ? trustFunction(config.trustProxy) : config.trustProxy,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Slow clients: headers in HEADERS_TIMEOUT_MS, the whole request in REQUEST_TIMEOUT_MS, and
     // no connection silent for IDLE_TIMEOUT_MS (Node checks the first two on an interval).

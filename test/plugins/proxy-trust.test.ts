@@ -1,6 +1,7 @@
 import t from 'tap'
 import { build, json } from '../helper.js'
 import { createUser } from '../fixtures.js'
+import { trustFunction } from '../../plugins/security.js'
 
 // Each accepted form of TRUST_PROXY, all naming the proxy at 127.0.0.1 (light-my-request's peer address).
 const FORMS = ['127.0.0.1', '127.0.0.0/8', 'loopback', '10.0.0.1, 127.0.0.1']
@@ -63,4 +64,18 @@ t.test('TRUST_PROXY unset: X-Forwarded-* are ignored altogether', async (t) => {
   t.equal((await get(1)).statusCode, 200)
   t.equal((await get(2)).statusCode, 200)
   t.equal((await get(3)).statusCode, 429)
+})
+
+t.test('the trust function answers like the list it was made from, for every kind of address, and stays right past its memory', async (t) => {
+  const trust = trustFunction(['10.0.0.0/8', '192.0.2.5', 'loopback'])
+  const cases: Array<[string, boolean]> = [
+    ['10.0.0.1', true], ['10.255.255.255', true], ['11.0.0.0', false], ['9.255.255.255', false],
+    ['192.0.2.5', true], ['192.0.2.6', false], ['127.0.0.1', true], ['::1', true], ['::ffff:127.0.0.1', true],
+    ['::ffff:10.1.2.3', true], ['2001:db8::1', false], ['not-an-address', false], ['', false], ['10.0.0.1 ', false]
+  ]
+  for (let round = 0; round < 2; round++) {
+    for (const [address, expected] of cases) t.equal(trust(address, 0), expected, `${JSON.stringify(address)} (round ${round + 1})`)
+    // a flood of client-written addresses fills and clears the remembered answers
+    for (let i = 0; i < 3000; i++) trust(`198.51.${i >> 8}.${i & 255}`, 1)
+  }
 })
