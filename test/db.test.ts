@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
+import { compiledOnce } from '../src/db/compiled.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
 import { formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
 import { createAjv } from '../src/options.js'
@@ -143,4 +144,29 @@ t.test('the lenient-date-time format validates like isLenientDateTime', async (t
   t.ok(validate('2026-03-01T10:00:00'))
   t.notOk(validate('2026-02-30T10:00:00Z'))
   t.notOk(validate('2026-03-01'))
+})
+
+t.test('compiledOnce answers as the query builder does, for each value, in and out of a transaction', async (t) => {
+  const db = await openDb(t)
+  await insertUser(db, 'a1', { is_active: true, is_creator: true })
+  await insertUser(db, 'a2', { is_active: true, is_creator: false })
+  await insertUser(db, 'a3', { is_active: false, is_creator: true })
+  // a constant value (a boolean, bound as 0/1 on SQLite) between the placeholders keeps its place
+  const build = (d: Db, active: string, id: string) => d.selectFrom('user').select(['id', 'is_creator'])
+    .where('is_active', '=', true).where('username', '!=', active).where('id', '=', id)
+  const byId = compiledOnce(build)
+  for (const id of ['a1', 'a2', 'a3', 'missing', 'a1']) {
+    t.same(await byId(db, 'u-none', id), await build(db, 'u-none', id).execute(), `id ${id}`)
+  }
+  t.same(await byId(db, 'u-a1', 'a1'), [], 'the first placeholder is bound too')
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('user').set({ is_creator: false }).where('id', '=', 'a1').execute()
+    t.same((await byId(trx, 'u-none', 'a1')).map(r => Boolean(r.is_creator)), [false], 'sees the transaction\'s own write')
+  })
+})
+
+t.test('compiledOnce refuses a query that does not use a placeholder as a value', async (t) => {
+  const db = await openDb(t)
+  const lower = compiledOnce((d: Db, name: string) => d.selectFrom('user').select('id').where('username', 'like', `${name}%`))
+  await t.rejects(lower(db, 'X'), /placeholder .* is not a value of the query/)
 })

@@ -4,9 +4,7 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  Kysely, OperationNodeTransformer, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase,
-  type KyselyPlugin, type PluginTransformQueryArgs, type PrimitiveValueListNode, type PluginTransformResultArgs, type QueryResult,
-  type RootOperationNode, type UnknownRow, type ValueNode
+  Kysely, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase
 } from 'kysely'
 import type { Database } from './schema.js'
 
@@ -66,7 +64,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }), plugins: [new SqliteBooleans()], log: opts.log })
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }), log: opts.log })
 }
 
 const STATEMENT_CACHE_SIZE = 500
@@ -75,45 +73,35 @@ const STATEMENT_CACHE_SIZE = 500
  * Kysely prepares every query anew; preparing was a sixth of the list route's CPU (bench/README.md).
  * Reusing the prepared statement of the same SQL text is safe: Kysely runs one query at a time
  * on the connection. Least recently used statements go first past STATEMENT_CACHE_SIZE.
+ * better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain code stays
+ * dialect-free (a query-tree plugin did this before, at a cost on every query).
  */
 function cachingStatements (database: SQLite.Database): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>()
+  const cache = new Map<string, ReturnType<SqliteDatabase['prepare']>>()
   return {
     close: () => { cache.clear(); database.close() },
     prepare: (text: string) => {
       let statement = cache.get(text)
       if (statement) cache.delete(text)
-      else statement = database.prepare(text)
+      else statement = bindingBooleans(database.prepare(text))
       cache.set(text, statement)
       if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
-      return statement as unknown as ReturnType<SqliteDatabase['prepare']>
+      return statement
     }
   }
+}
+
+function bindingBooleans (statement: SQLite.Statement): ReturnType<SqliteDatabase['prepare']> {
+  const bind = (params: readonly unknown[]) =>
+    params.some(v => typeof v === 'boolean') ? params.map(v => (typeof v === 'boolean' ? Number(v) : v)) : params
+  return {
+    reader: statement.reader,
+    all: (params: readonly unknown[]) => statement.all(bind(params) as unknown[]),
+    run: (params: readonly unknown[]) => statement.run(bind(params) as unknown[]),
+    iterate: (params: readonly unknown[]) => statement.iterate(bind(params) as unknown[])
+  } as unknown as ReturnType<SqliteDatabase['prepare']>
 }
 
 export function isPostgres (db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter
-}
-
-/** better-sqlite3 cannot bind booleans: write them as 0/1 so domain code stays dialect-free. */
-class SqliteBooleans implements KyselyPlugin {
-  readonly #transformer = new (class extends OperationNodeTransformer {
-    protected override transformValue (node: ValueNode): ValueNode {
-      const value = node.value
-      return typeof value === 'boolean' ? { ...node, value: value ? 1 : 0 } : super.transformValue(node)
-    }
-
-    // Inserts of plain values carry them as one list, not as ValueNodes.
-    protected override transformPrimitiveValueList (node: PrimitiveValueListNode): PrimitiveValueListNode {
-      return { ...node, values: node.values.map(v => (typeof v === 'boolean' ? (v ? 1 : 0) : v)) }
-    }
-  })()
-
-  transformQuery (args: PluginTransformQueryArgs): RootOperationNode {
-    return this.#transformer.transformNode(args.node)
-  }
-
-  async transformResult (args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    return args.result
-  }
 }

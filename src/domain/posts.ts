@@ -8,6 +8,7 @@ import { fetchPage, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
+import { compiledOnce } from '../db/compiled.js'
 import { getCreator } from './users.js'
 import { PERSON_COLUMNS, toPerson } from './people.js'
 
@@ -31,6 +32,9 @@ function selectPosts (db: Executor) {
 }
 
 type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
+
+/** One post by id: the read behind every post route, compiled once. */
+const postById = compiledOnce((db, postId: string) => selectPosts(db).where('post.id', '=', postId))
 
 function toPost (row: PostRow): Post {
   return {
@@ -56,7 +60,7 @@ export function isVisible (row: { published_at: Date | string | null, creator_id
 
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
 async function findVisible (db: Executor, postId: string, viewerId: string | undefined): Promise<PostRow> {
-  const row = await selectPosts(db).where('post.id', '=', postId).executeTakeFirst()
+  const [row] = await postById(db, postId)
   if (!row || !isVisible(row, viewerId)) throw new AppError('PostNotFound', `no post with id ${postId}`)
   return row
 }
@@ -165,7 +169,7 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
       created_at: now, updated_at: now, sort_at: latest(now, publishedAt)
     }).execute()
     await writeTags(trx, id, tags)
-    return toPost(await selectPosts(trx).where('post.id', '=', id).executeTakeFirstOrThrow())
+    return toPost((await postById(trx, id))[0])
   })
 }
 
@@ -190,7 +194,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
     }).where('id', '=', postId).execute()
     await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
     await writeTags(trx, postId, tags)
-    return toPost(await selectPosts(trx).where('post.id', '=', postId).executeTakeFirstOrThrow())
+    return toPost((await postById(trx, postId))[0])
   })
 }
 

@@ -5,6 +5,7 @@ import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../sch
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
+import { compiledOnce } from '../db/compiled.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 
 /** Who is calling: the account behind a verified token. */
@@ -20,16 +21,18 @@ export const invalidToken = () => new AppError('InvalidCredentials', 'the token 
   headers: { 'www-authenticate': 'Bearer error="invalid_token"' }
 })
 
+// Read on every authenticated request: compiled once.
+const accountById = compiledOnce((db, id: string) => db.selectFrom('user')
+  .select(['id', 'username', 'email', 'is_creator', 'is_active', 'token_generation'])
+  .where('id', '=', id))
+
 /**
  * The account rule, in one place: the token's user must still exist (401 invalid_token), be
  * active (403 UserIsBanned), and the token be of the account's current generation (401). Read on
  * every authenticated request, so a ban, a revocation or a deletion takes effect at once on every instance.
  */
 export async function findAccount (db: Db, id: string, generation: number): Promise<Account> {
-  const row = await db.selectFrom('user')
-    .select(['id', 'username', 'email', 'is_creator', 'is_active', 'token_generation'])
-    .where('id', '=', id)
-    .executeTakeFirst()
+  const [row] = await accountById(db, id)
   if (!row) throw invalidToken()
   // A banned caller is told so (403) whatever its token's generation; the ban bumped it, so after an unban it is 401.
   if (!row.is_active) throw new AppError('UserIsBanned', 'this account is banned')
