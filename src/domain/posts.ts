@@ -205,7 +205,8 @@ export async function deletePost (db: Executor, postId: string, viewerId: string
 
 /**
  * GET /users/{userId}/posts/{postId}: the user's own post, and an e-mail about it queued in
- * the same transaction (none while the user's address is unverified). The route has checked the caller is that user and an active creator.
+ * the same transaction (none while the user's address is unverified). The route has checked
+ * the caller is that user and an active creator.
  */
 export async function getUserPost (db: Executor, userId: string, postId: string, guard: Guard): Promise<Post> {
   return db.transaction().execute(async (trx) => {
