@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * E-mail one of your alerts again
-         * @description The alert's user only (others 403): queues the alert's e-mail again, to the user's current address (202); `sent_at` changes once it is delivered.
+         * @description The alert's user only (others 403): queues the alert's e-mail again, to the user's current address (202); `sent_at` changes once it is delivered. While that address is unverified: 403 EmailNotVerified, nothing queued.
          */
         post: operations["resendAlert"];
         delete?: never;
@@ -320,6 +320,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/email-verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an e-mail address with the token from its link
+         * @description Anyone holding the link: the token of the link Roja mailed (its `token` query parameter) verifies the account's address (204). Confirming an address that is already verified changes nothing (204 again). A token that is malformed, tampered with, expired, or for an address the account no longer has is 422 InvalidVerificationToken (`errors[0].rule` is `expired` or `invalid`).
+         */
+        post: operations["confirmEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/lessons/{lessonId}": {
         parameters: {
             query?: never;
@@ -539,7 +559,7 @@ export interface paths {
         put?: never;
         /**
          * Sign up: create a user and its profile
-         * @description Anyone: signs up, creating a user and its profile (the profile id is the user id). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.
+         * @description Anyone: signs up, creating a user and its profile (the profile id is the user id), and queues one e-mail with a link that verifies the address (`email_verified` is false until then). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -557,7 +577,7 @@ export interface paths {
         };
         /**
          * The caller's own profile, with the e-mail address
-         * @description Signed-in users: the caller's own profile, with the e-mail address. Changes nothing.
+         * @description Signed-in users: the caller's own profile, with the e-mail address and whether it is verified. Changes nothing.
          */
         get: operations["getMyProfile"];
         /**
@@ -727,7 +747,7 @@ export interface paths {
         put?: never;
         /**
          * E-mail yourself your account summary
-         * @description The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards.
+         * @description The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards. While the caller's address is unverified: 403 EmailNotVerified, nothing queued.
          */
         post: operations["sendAccountSummary"];
         delete?: never;
@@ -745,11 +765,31 @@ export interface paths {
         };
         /**
          * One of the caller's own posts; queues an e-mail about it to the caller
-         * @description The caller only (userId must be the caller, else 403), an active creator, and the post's owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too).
+         * @description The caller only (userId must be the caller, else 403), an active creator, and the post's owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too), unless the caller's address is unverified.
          */
         get: operations["getUserPost"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{userId}/verification-emails": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * E-mail yourself a new verification link
+         * @description The caller only (userId must be the caller, else 403): queues a new link that verifies the caller's address (202); earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. Counts against the per-user and per-recipient mail limits.
+         */
+        post: operations["sendVerificationEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -995,6 +1035,11 @@ export interface components {
              */
             updated_at: string;
         };
+        /** EmailVerification */
+        EmailVerification: {
+            /** @description the `token` query parameter of the verification link, as it is */
+            token: string;
+        };
         /** Health */
         Health: {
             checks: {
@@ -1082,6 +1127,8 @@ export interface components {
              */
             created_at: string;
             email: string;
+            /** @description whether the owner confirmed the address (the link Roja mails at sign-up); until then Roja mails it nothing else */
+            email_verified: boolean;
             /**
              * @description one of a fixed list of bands
              * @enum {string|null}
@@ -2034,7 +2081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `EmailNotVerified`: E-mail address not verified */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -4567,6 +4614,122 @@ export interface operations {
                 };
             };
             /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    confirmEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "eyJzdWIiOiI3ZjFkM2MxZS04YjFhLTRjMzktOWEwZS0yZjFjN2U1ZDliMTAiLCJleHAiOjE3OTUwMDAwMDB9.Qm9ndXMtZXhhbXBsZS1zaWduYXR1cmUtb2YtMzItYnl0ZXM"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EmailVerification"];
+            };
+        };
+        responses: {
+            /** @description No Content: the address is verified */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed; `InvalidVerificationToken`: Invalid verification token */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -7765,6 +7928,7 @@ export interface operations {
                      *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
                      *       "created_at": "2026-11-21T09:30:00+0000",
                      *       "email": "ada@example.com",
+                     *       "email_verified": true,
                      *       "favorite_band": "Queen",
                      *       "first_name": "Ada",
                      *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
@@ -7906,6 +8070,7 @@ export interface operations {
                      *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
                      *       "created_at": "2026-11-21T09:30:00+0000",
                      *       "email": "ada@example.com",
+                     *       "email_verified": true,
                      *       "favorite_band": "Queen",
                      *       "first_name": "Ada",
                      *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
@@ -8061,6 +8226,7 @@ export interface operations {
                      *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
                      *       "created_at": "2026-11-21T09:30:00+0000",
                      *       "email": "ada@example.com",
+                     *       "email_verified": true,
                      *       "favorite_band": "Queen",
                      *       "first_name": "Ada",
                      *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
@@ -10174,7 +10340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `EmailNotVerified`: E-mail address not verified */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -10383,6 +10549,163 @@ export interface operations {
             };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sendVerificationEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted: Queued */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "queued"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Queued"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `EmailAlreadyVerified`: E-mail address already verified */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

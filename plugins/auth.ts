@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
 import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
+import { verificationKey, type VerificationSettings } from '../src/domain/email-verification.js'
 
 /** The claims Roja signs (RFC 8725 §3.10, §3.11): who, which token generation, for which issuer and audience. */
 export interface TokenClaims { id: string, gen: number, iss?: string, aud?: string, iat?: number, exp?: number }
@@ -27,6 +28,8 @@ declare module 'fastify' {
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user under its current token generation */
     issueToken: (user: { id: string, generation: number }) => { access_token: string, token_type: 'Bearer', expires_in: number }
+    /** how e-mail verification links are signed (a key derived from JWT_SECRET), how long they work, where they point */
+    emailVerification: VerificationSettings
   }
 }
 
@@ -61,6 +64,10 @@ export default fp(async (fastify) => {
     token_type: 'Bearer' as const,
     expires_in: config.ACCESS_TOKEN_TTL
   }))
+
+  fastify.decorate('emailVerification', {
+    key: verificationKey(config.jwtSecret), ttlSeconds: config.EMAIL_VERIFY_TTL, url: config.emailVerifyUrl
+  })
 
   /** The claims of a valid bearer token, or 401. */
   function tokenClaims (request: FastifyRequest): { id: string, gen: number } {

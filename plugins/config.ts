@@ -30,6 +30,9 @@ export const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ format: 'url', pattern: '^rediss?://' })),
   SMTP_URL: Type.Optional(Type.String({ format: 'url', pattern: '^smtps?://' })),
   MAIL_FROM: Type.String({ default: 'Roja <no-reply@roja.localhost>' }),
+  // E-mail verification: the front-end page a link opens (it posts the token), and how long a link works.
+  EMAIL_VERIFY_URL: Type.Optional(Type.String({ format: 'http-url' })),
+  EMAIL_VERIFY_TTL: Type.Integer({ minimum: 60, maximum: 604800, default: 86400 }),
   TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
@@ -90,6 +93,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   const dataDir = resolve(raw.DATA_DIR)
   // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).
   const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
+  const emailVerifyUrl = raw.EMAIL_VERIFY_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}/verify-email`
   const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS).map(o => o === '*' ? o : new URL(o).origin)
   return {
     ...raw,
@@ -100,6 +104,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     jwtSecret: raw.JWT_SECRET ?? randomBytes(48).toString('base64url'),
     jwtSecretGenerated: !raw.JWT_SECRET,
     mediaPublicUrl,
+    emailVerifyUrl,
     allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
     corsOrigins,
     docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
@@ -122,6 +127,9 @@ function crossChecks (env: Record<string, unknown>): string[] {
   if (Number(env.HEADERS_TIMEOUT_MS) > Number(env.REQUEST_TIMEOUT_MS)) issues.push('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   if (production && env.MEDIA_PUBLIC_URL !== undefined && !String(env.MEDIA_PUBLIC_URL).startsWith('https://')) {
     issues.push('MEDIA_PUBLIC_URL must be https:// in production (media URLs are accepted over https only)')
+  }
+  if (production && env.EMAIL_VERIFY_URL !== undefined && !String(env.EMAIL_VERIFY_URL).startsWith('https://')) {
+    issues.push('EMAIL_VERIFY_URL must be https:// in production (the link carries a token)')
   }
   if (env.LOG_FORMAT === 'pretty' && !resolvable('pino-pretty')) issues.push('LOG_FORMAT=pretty needs pino-pretty, a dev dependency (npm ci without --omit=dev)')
   return issues

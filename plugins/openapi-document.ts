@@ -131,7 +131,7 @@ const TAGS: Record<string, string> = {
   profiles: 'Sign-up, public profiles and the caller\'s own profile.',
   reviews: 'Reviews of posts: a rating from 1 to 5, one per user and post.',
   shops: 'Shops that creators open, and their products.',
-  users: 'The caller\'s private views: their own posts and account e-mails.'
+  users: 'The caller\'s private views: their own posts and account e-mails, and verifying the e-mail address.'
 }
 
 export const FRONT_PAGE = `The resource-oriented JSON API of Roja, a creator platform: people sign up, some become creators,

@@ -66,7 +66,8 @@ export const examples: Record<string, unknown> = {
   ProfileCreate: { username: 'ada_lovelace', email: 'ada@example.com', password: 'correct horse battery staple', ...profileFields },
   ProfileUpdate: { ...profileFields, avatar_url: `https://media.roja.dev/v1/media/${MEDIA}` },
   Profile: profile,
-  MyProfile: { ...profile, email: 'ada@example.com' },
+  MyProfile: { ...profile, email: 'ada@example.com', email_verified: true },
+  EmailVerification: { token: 'eyJzdWIiOiI3ZjFkM2MxZS04YjFhLTRjMzktOWEwZS0yZjFjN2U1ZDliMTAiLCJleHAiOjE3OTUwMDAwMDB9.Qm9ndXMtZXhhbXBsZS1zaWduYXR1cmUtb2YtMzItYnl0ZXM' },
   UserSummary: ada,
   Post: post,
   PostCreate: postWrite,
@@ -119,7 +120,10 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
   UnsupportedMediaType: 'Content-Type must be application/json',
   MalformedBody: 'the body is not valid JSON',
   PayloadTooLarge: 'the request body is over its size limit',
-  InvalidUserData: 'bad username, choose another'
+  InvalidUserData: 'bad username, choose another',
+  EmailNotVerified: 'verify your e-mail address first: open the link Roja mailed you, or ask for a new one',
+  EmailAlreadyVerified: 'this e-mail address is already verified',
+  InvalidVerificationToken: 'this verification link has expired: sign in and ask for a new one'
 }
 
 export function problemExample (code: ProblemCode, path: string): Problem {

@@ -10,6 +10,7 @@ import { Problem } from './problems.js'
 import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
 import { MyProfile, Profile, ProfileCreate, ProfileUpdate } from './profiles.js'
+import { EmailVerification } from './user-email.js'
 import { Product, ProductList, ProductWrite, Shop, ShopList, ShopWrite } from './shops.js'
 import { Class, ClassCreate, ClassList, Student, StudentCreate, StudentList } from './classes.js'
 import { Chapter, ChapterCreate, ChapterList, Course, Lesson, LessonCreate, LessonList } from './courses.js'
@@ -21,7 +22,7 @@ export const components: TSchema[] = [
   Health,
   Version,
   TokenRequest, TokenForm, TokenResponse,
-  ProfileCreate, ProfileUpdate, Profile, MyProfile,
+  ProfileCreate, ProfileUpdate, Profile, MyProfile, EmailVerification,
   Shop, ShopWrite, ShopList, Product, ProductWrite, ProductList,
   Class, ClassCreate, ClassList, Student, StudentCreate, StudentList,
   Course, Chapter, ChapterCreate, ChapterList, Lesson, LessonCreate, LessonList,

@@ -75,8 +75,12 @@ export const Profile = Type.Object(ProfileProperties, {
 })
 export type Profile = Static<typeof Profile>
 
-/** The caller's own profile: the public one plus the e-mail address. */
-export const MyProfile = Type.Object({ ...ProfileProperties, email: Type.String() }, {
+/** The caller's own profile: the public one plus the e-mail address and whether it is verified. */
+export const MyProfile = Type.Object({
+  ...ProfileProperties,
+  email: Type.String(),
+  email_verified: Type.Boolean({ description: 'whether the owner confirmed the address (the link Roja mails at sign-up); until then Roja mails it nothing else' })
+}, {
   $id: 'MyProfile', title: 'MyProfile', additionalProperties: false
 })
 export type MyProfile = Static<typeof MyProfile>

@@ -26,6 +26,7 @@ import autocannonJs from 'autocannon'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import { freePort } from './proc.js'
+import { VERIFICATION_SUBJECT } from '../src/domain/email-verification.js'
 
 interface CannonRequest {
   method: string
@@ -187,6 +188,11 @@ async function signUp (port: number, store: Store, creator: boolean): Promise<Re
   if (creator) await store.query('update "user" set is_creator = $1 where username = $2', [store.url.startsWith('sqlite') ? 1 : true, username])
   const token = await call(port, 'POST', '/v1/auth/token', { username, password: PASSWORD })
   if (token.status !== 200) throw new Error(`token failed: ${token.status} ${token.body}`)
+  // Alerts are mailed only to verified addresses: confirm the link sign-up queued, as its owner would.
+  const [mail] = await store.query('select body from outbox_message where to_address = $1 and subject = $2', [`${username}@example.com`, VERIFICATION_SUBJECT])
+  const link = /https?:\/\/\S+/.exec(String(mail?.body))?.[0]
+  const verify = await call(port, 'POST', '/v1/email-verifications', { token: link && new URL(link).searchParams.get('token') })
+  if (verify.status !== 204) throw new Error(`e-mail verification failed: ${verify.status} ${verify.body}`)
   return { authorization: `Bearer ${JSON.parse(token.body).access_token}` }
 }
 

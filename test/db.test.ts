@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { sql } from 'kysely'
+import { Migrator, sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
 import { compiledOnce } from '../src/db/compiled.js'
@@ -37,6 +37,32 @@ t.test(`migrations apply on ${dialect} and a second run applies nothing`, async 
     t.ok(tables.includes(table), `table ${table}`)
   }
   for (const name of Object.keys(migrations)) t.match(name, /^\d{4}_\d{2}_\d{2}_\d{4}_[a-z0-9_]+$/, `${name} is a date_slug name`)
+})
+
+t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; down removes the column', async (t) => {
+  const { url, schema } = await freshDatabase(t)
+  const db = createDb(url, { schema })
+  t.teardown(() => db.destroy())
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  const before = await migrator.migrateTo('2026_11_23_0100_token_generation')
+  t.error(before.error)
+  await insertUser(db, 'old', { is_active: true, is_creator: false })
+  const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user')!.columns.map(c => c.name)
+  t.notOk((await userColumns()).includes('email_verified_at'), 'not there before')
+
+  const up = await migrator.migrateToLatest()
+  t.error(up.error)
+  t.same(up.results?.map(r => r.migrationName), ['2026_11_23_0200_email_verified_at'])
+  const row = await db.selectFrom('user').select('email_verified_at').where('id', '=', 'old').executeTakeFirstOrThrow()
+  t.equal(row.email_verified_at, null, 'an account from before is unverified')
+  await db.updateTable('user').set({ email_verified_at: '2026-11-23T12:00:00.000Z' }).where('id', '=', 'old').execute()
+  const set = await db.selectFrom('user').select('email_verified_at').where('id', '=', 'old').executeTakeFirstOrThrow()
+  t.equal(formatDateTime(set.email_verified_at!), '2026-11-23T12:00:00+0000', 'a date-time on both dialects')
+
+  const down = await migrator.migrateDown()
+  t.error(down.error)
+  t.notOk((await userColumns()).includes('email_verified_at'), 'down drops it')
+  t.ok(await db.selectFrom('user').select('id').where('id', '=', 'old').executeTakeFirst(), 'and keeps the account')
 })
 
 t.test('a second process migrating the same database finds it up to date', async (t) => {

@@ -15,7 +15,7 @@ t.test('mail-sending routes stop at MAIL_RATE_LIMIT_MAX per user, from any IP, a
   const queued = async () => (await app.db.selectFrom('outbox_message').select('id').execute()).length
 
   const routes = async () => {
-    const me = await createCreator(app)
+    const me = await createCreator(app, { verified: true })
     const postId = await insertPost(app, me.id, 'Mine')
     const reader = await createUser(app)
     await createReview(app.db, postId, reader.id, { rating: 5 })
@@ -52,7 +52,7 @@ t.test('mail-sending routes stop at MAIL_RATE_LIMIT_MAX per user, from any IP, a
   for (let n = 0; n < MAX; n++) await app.inject({ ...list[n % 3], headers: me.headers })
   const shared = await app.inject({ ...list[0], headers: me.headers })
   t.equal(shared.statusCode, 429, 'the routes share one budget per user')
-  const other = await createCreator(app)
+  const other = await createCreator(app, { verified: true })
   const otherRes = await app.inject({ method: 'POST', url: `/v1/users/${other.id}/email`, headers: other.headers })
   t.equal(otherRes.statusCode, 202, 'another user has their own')
 })

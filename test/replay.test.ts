@@ -14,7 +14,7 @@ import Ajv2020 from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
-import { createCreator, createUser, PASSWORD, type TestUser } from './fixtures.js'
+import { createCreator, createUser, PASSWORD, verificationToken, type TestUser } from './fixtures.js'
 import { build } from './helper.js'
 
 type Doc = Record<string, any>
@@ -53,8 +53,9 @@ class Recorder {
 
 /** The session: every operation, with the answers a client meets. */
 async function record (app: FastifyInstance, r: Recorder) {
-  const ada = await createCreator(app, { username: 'ada' })
-  const grace = await createUser(app, { username: 'grace' })
+  const ada = await createCreator(app, { username: 'ada', verified: true })
+  const grace = await createUser(app, { username: 'grace', verified: true })
+  const hedy = await createUser(app, { username: 'hedy' })
   const banned = await createUser(app, { username: 'mallory', active: false })
 
   await r.send('GET', '/health')
@@ -75,6 +76,12 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('POST', '/v1/auth/token', { body: { username: 'linus', password: 'wrong password here' } })
   await r.send('POST', '/v1/auth/token', { body: { username: 'mallory', password: PASSWORD } })
   await r.send('GET', `/v1/profiles/${linus.id}`)
+  const linusToken = (await verificationToken(app, 'linus@example.com'))!
+  await r.send('POST', '/v1/email-verifications', { body: { token: `${linusToken.split('.')[0]}.${'A'.repeat(43)}` } })
+  await r.send('POST', '/v1/email-verifications', { body: { token: linusToken } })
+  await r.send('POST', `/v1/users/${hedy.id}/verification-emails`, { user: hedy })
+  await r.send('POST', `/v1/users/${grace.id}/verification-emails`, { user: grace })
+  await r.send('POST', `/v1/users/${hedy.id}/email`, { user: hedy })
   await r.send('GET', `/v1/profiles/${MISSING}`)
   const me = await r.send('GET', '/v1/profiles/me', { user: ada })
   await r.send('GET', '/v1/profiles/me', { user: ada, headers: { 'if-none-match': String(me.headers.etag) } })

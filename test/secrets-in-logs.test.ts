@@ -1,10 +1,12 @@
 import t from 'tap'
+import { verificationToken } from './fixtures.js'
 import { build, json, TEST_SECRET } from './helper.js'
 
 /**
  * Secrets never logged: every log line (at trace) of a session that signs up, logs in both ways,
- * uses its token well and badly, sends it in the URL and in malformed headers, is searched for
- * every token issued, its signature alone, the password and the JWT secret.
+ * uses its token well and badly, sends it in the URL and in malformed headers, confirms its
+ * e-mail verification link (and tampered copies of it), is searched for every token issued, its
+ * signature alone, the verification token and its MAC, the password and the JWT secret.
  */
 t.test('no log line carries a token, a password or the JWT secret', async (t) => {
   const logs: string[] = []
@@ -51,6 +53,24 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
       if (r.url.includes('token=')) t.notMatch(json(res).instance ?? '', token, 'the problem instance leaves the token out')
     }
   }
+  // The e-mail verification token: as the front-end page would get it (in a URL), posted well and badly.
+  const verification = (await verificationToken(app, 'ada@example.com'))!
+  t.ok(verification, 'sign-up queued a verification link')
+  const [payload, mac] = verification.split('.')
+  const tampered = `${payload}.${mac.slice(0, 10)}${mac[10] === 'A' ? 'B' : 'A'}${mac.slice(11)}`
+  const verificationRequests = [
+    { method: 'POST', url: '/v1/email-verifications', payload: { token: tampered } },
+    { method: 'POST', url: '/v1/email-verifications', payload: { token: `${verification}.x` } },
+    { method: 'POST', url: '/v1/email-verifications', payload: { token: verification, extra: 1 } },
+    { method: 'POST', url: '/v1/email-verifications', headers: { 'content-type': 'application/json' }, payload: `{"token": "${verification}` },
+    { method: 'GET', url: `/verify-email?token=${verification}` },
+    { method: 'POST', url: `/v1/email-verifications?token=${verification}`, payload: { token: verification } },
+    { method: 'POST', url: '/v1/email-verifications', payload: { token: verification } },
+    { method: 'POST', url: '/v1/email-verifications', payload: { token: verification } }
+  ] as const
+  const statuses: number[] = []
+  for (const r of verificationRequests) statuses.push((await app.inject(r as never)).statusCode)
+  t.same(statuses, [422, 422, 422, 400, 400, 400, 204, 204], 'refused, refused …, then verified (twice: idempotent)')
   await app.close()
 
   const all = logs.join('')
@@ -61,6 +81,9 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
     t.notOk(all.includes(token.split('.')[2]), 'nor its signature')
     t.notOk(all.includes(encodeURIComponent(token)), 'nor its encoded form')
   }
+  t.notOk(all.includes(verification), 'no log line holds the verification token')
+  t.notOk(all.includes(mac), 'nor its MAC')
+  t.notOk(all.includes(tampered.split('.')[1]), 'nor a tampered MAC')
   t.notOk(all.includes(password), 'no log line holds the password')
   t.notOk(all.includes(encodeURIComponent(password)), 'nor its form-encoded form')
   t.notOk(all.includes(TEST_SECRET), 'nor the JWT secret')

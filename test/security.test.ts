@@ -38,6 +38,7 @@ const OWNERSHIP: Record<string, 'owner' | 'anyone'> = {
   getAlert: 'owner',
   resendAlert: 'owner',
   sendAccountSummary: 'owner',
+  sendVerificationEmail: 'owner',
   getUserPost: 'owner',
   createChapter: 'owner',
   createLesson: 'owner',

@@ -30,10 +30,11 @@ export type SchemaMap = Record<string, any>
 /** The declared exceptions: every path that breaks a path rule on purpose is named here with its reason. */
 export const DECLARED = {
   /** action routes: a verb as the last segment after an identifier */
-  actions: ['resend', 'email'] as string[],
+  actions: ['resend', 'email', 'verification-emails'] as string[],
   /** whole paths (after the version) allowed as they are */
   paths: {
     '/auth/token': 'the RFC 6749 token endpoint (an action route)',
+    '/email-verifications': 'a plural noun; its first word is "email" the noun, not the action verb',
     '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)'
   } as Record<string, string>,
   /** the collections whose identifier is named after another resource */

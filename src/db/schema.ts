@@ -19,6 +19,8 @@ export interface UserTable {
   is_creator: Bool
   /** bumped to revoke every token issued before (migration 2026_11_23_0100) */
   token_generation: ColumnType<number, number | undefined, number>
+  /** when the address was confirmed; null: not verified, so only verification mail goes to it (migration 2026_11_23_0200) */
+  email_verified_at: ColumnType<Date | string | null, string | null | undefined, string | null>
   created_at: Timestamp
   updated_at: Timestamp
 }

@@ -8,6 +8,7 @@ import { fetchPage, parseSort, type Page } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { orNotFound } from './errors.js'
+import { requireVerifiedAddress } from './email-verification.js'
 
 export type { AlertKind }
 
@@ -33,12 +34,13 @@ function alertSubject (kind: string): string {
 
 /**
  * A review or comment on someone's post alerts the post's creator and queues an e-mail,
- * in the caller's transaction. Acting on your own post alerts nobody.
+ * in the caller's transaction; while the creator's address is unverified the alert is made
+ * but no e-mail is queued. Acting on your own post alerts nobody.
  */
 export async function alertPostCreator (db: Executor, input: { postId: string, actorId: string, kind: AlertKind }): Promise<string | undefined> {
   const post = await db.selectFrom('post')
     .innerJoin('user', 'user.id', 'post.creator_id')
-    .select(['post.id', 'post.title', 'post.creator_id', 'user.email'])
+    .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at'])
     .where('post.id', '=', input.postId)
     .executeTakeFirst()
   if (!post || post.creator_id === input.actorId) return undefined
@@ -48,7 +50,8 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
   await db.insertInto('alert').values({
     id, user_id: post.creator_id, kind: input.kind, message, post_id: post.id, created_at: writeTimeIso(), sent_at: null
   }).execute()
-  await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind), body: message, alertId: id })
+  // The creator's row is already here: the verified check costs the review or comment no extra query.
+  if (post.email_verified_at !== null) await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind), body: message, alertId: id })
   return id
 }
 
@@ -74,17 +77,16 @@ export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: str
 }
 
 /**
- * Queues the alert's e-mail again, to its user's current address. `sent_at` keeps the last
- * delivery until the new one lands.
+ * Queues the alert's e-mail again, to its user's current address (403 EmailNotVerified while it
+ * is unverified). `sent_at` keeps the last delivery until the new one lands.
  */
 export async function resendAlert (db: Db, alertId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const row = await orNotFound(trx.selectFrom('alert')
-      .innerJoin('user', 'user.id', 'alert.user_id')
-      .leftJoin('post', 'post.id', 'alert.post_id')
-      .select(['alert.id', 'alert.kind', 'alert.message', 'user.email', 'post.title'])
+      .select(['alert.id', 'alert.user_id', 'alert.kind', 'alert.message'])
       .where('alert.id', '=', alertId)
       .executeTakeFirst(), 'AlertNotFound', `no alert with id ${alertId}`)
-    await enqueueEmail(trx, { to: row.email, subject: alertSubject(row.kind), body: row.message, alertId: row.id })
+    const to = await requireVerifiedAddress(trx, row.user_id)
+    await enqueueEmail(trx, { to, subject: alertSubject(row.kind), body: row.message, alertId: row.id })
   })
 }

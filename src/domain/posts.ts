@@ -9,6 +9,7 @@ import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { compiledOnce } from '../db/compiled.js'
+import { verifiedAddress } from './email-verification.js'
 import { getCreator } from './users.js'
 import { PERSON_COLUMNS, toPerson } from './people.js'
 
@@ -208,16 +209,19 @@ export async function deletePost (db: Executor, postId: string, viewerId: string
 
 /**
  * GET /users/{userId}/posts/{postId}: the user's own post, and an e-mail about it queued in
- * the same transaction. The route has checked the caller is that user and an active creator.
+ * the same transaction (none while the user's address is unverified). The route has checked
+ * the caller is that user and an active creator.
  */
 export async function getUserPost (db: Executor, userId: string, postId: string, guard: Guard): Promise<Post> {
   return db.transaction().execute(async (trx) => {
     const row = await findVisible(trx, postId, userId)
     const post = toPost(row)
     guard(post)
-    const user = await trx.selectFrom('user').select('email').where('id', '=', userId).executeTakeFirstOrThrow()
+    // Skipped, not refused, while the address is unverified: the read itself is what was asked for.
+    const to = await verifiedAddress(trx, userId)
+    if (to === undefined) return post
     await enqueueEmail(trx, {
-      to: user.email,
+      to,
       subject: 'Your post on Roja', // fixed: no user-written text in a mail header
       body: `Here is your post "${post.title}" (${post.type.toLowerCase()}, slug ${post.slug}).\n` +
         `Status: ${statusOf(row)}.\nLast updated: ${post.updated_at}.\n`

@@ -7,6 +7,7 @@ import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { compiledOnce } from '../db/compiled.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
+import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
 
 /** Who is calling: the account behind a verified token. */
 export interface Account {
@@ -73,8 +74,11 @@ function toProfile (row: ProfileRow): Profile {
   }
 }
 
-/** Sign-up: creates the user and its profile (same id). Taken username or e-mail → 409. */
-export async function signUp (db: Db, input: ProfileCreate): Promise<MyProfile> {
+/**
+ * Sign-up: creates the user and its profile (same id), unverified, and queues the verification
+ * link in the same transaction. Taken username or e-mail → 409.
+ */
+export async function signUp (db: Db, input: ProfileCreate, verification: VerificationSettings): Promise<MyProfile> {
   const username = normaliseUsername(input.username)
   if (RESERVED_USERNAMES.has(username)) {
     throw new AppError('InvalidUserData', 'bad username, choose another', {
@@ -95,6 +99,7 @@ export async function signUp (db: Db, input: ProfileCreate): Promise<MyProfile> 
         favorite_band: input.favorite_band ?? null, website: input.website ?? null, avatar_url: null,
         created_at: now, updated_at: now
       }).execute()
+      await queueVerificationEmail(trx, verification, { id, username, email })
     })
   } catch (err) {
     // The unique constraints decide, so two concurrent sign-ups cannot both win.
@@ -134,9 +139,9 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
 }
 
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
-  const row = await selectProfile(db).select('user.email').where('profile.id', '=', id).executeTakeFirst()
+  const row = await selectProfile(db).select(['user.email', 'user.email_verified_at']).where('profile.id', '=', id).executeTakeFirst()
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
-  return { ...toProfile(row), email: row.email }
+  return { ...toProfile(row), email: row.email, email_verified: row.email_verified_at !== null }
 }
 
 /** A creator's profile: 404 ProfileNotFound, or 404 ProfileNotCreator when it is no creator's. */

@@ -55,6 +55,18 @@ t.test('derived values', async (t) => {
     t.same(loadConfig({ ALLOWED_MEDIA_HOSTS: 'cdn.example.com, Media.Example.com ,' }).allowedMediaHosts, ['cdn.example.com', 'media.example.com'])
   })
 
+  t.test('e-mail verification links: EMAIL_VERIFY_URL defaults to /verify-email on HOST:PORT, EMAIL_VERIFY_TTL to a day', async (t) => {
+    t.equal(loadConfig({}).emailVerifyUrl, 'http://127.0.0.1:3000/verify-email')
+    t.equal(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: 'api.example.com', PORT: '443' }).emailVerifyUrl, 'https://api.example.com:443/verify-email')
+    t.equal(loadConfig({ EMAIL_VERIFY_URL: 'https://app.example.com/verify' }).emailVerifyUrl, 'https://app.example.com/verify')
+    t.equal(loadConfig({}).EMAIL_VERIFY_TTL, 86400)
+    t.equal(loadConfig({ EMAIL_VERIFY_TTL: '3600' }).EMAIL_VERIFY_TTL, 3600)
+    t.throws(() => loadConfig({ EMAIL_VERIFY_TTL: '59' }), /EMAIL_VERIFY_TTL must be >= 60/)
+    t.throws(() => loadConfig({ EMAIL_VERIFY_TTL: '604801' }), /EMAIL_VERIFY_TTL must be <= 604800/)
+    t.throws(() => loadConfig({ EMAIL_VERIFY_URL: 'ftp://app.example.com/verify' }), /EMAIL_VERIFY_URL must be an http:\/\/ or https:\/\/ URL/)
+    t.throws(() => loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', EMAIL_VERIFY_URL: 'http://app.example.com/verify' }), /EMAIL_VERIFY_URL must be https:\/\/ in production/)
+  })
+
   t.test('corsOrigins is the trimmed comma list', async (t) => {
     t.same(loadConfig({}).corsOrigins, [])
     t.same(loadConfig({ ALLOWED_CORS_ORIGINS: 'https://a.example.com, https://b.example.com,' }).corsOrigins, ['https://a.example.com', 'https://b.example.com'])

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { CreateChapterData, CreateChapterErrors, CreateChapterResponses, CreateClassData, CreateClassErrors, CreateClassResponses, CreateCommentData, CreateCommentErrors, CreateCommentResponses, CreateLessonData, CreateLessonErrors, CreateLessonResponses, CreatePostData, CreatePostErrors, CreatePostResponses, CreateProductData, CreateProductErrors, CreateProductResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateReviewData, CreateReviewErrors, CreateReviewResponses, CreateShopData, CreateShopErrors, CreateShopResponses, CreateStudentData, CreateStudentErrors, CreateStudentResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteCommentData, DeleteCommentErrors, DeleteCommentResponses, DeletePostData, DeletePostErrors, DeletePostResponses, DeleteProductData, DeleteProductErrors, DeleteProductResponses, DeleteShopData, DeleteShopErrors, DeleteShopResponses, GetAlertData, GetAlertErrors, GetAlertResponses, GetChapterData, GetChapterErrors, GetChapterResponses, GetClassData, GetClassErrors, GetClassResponses, GetCommentData, GetCommentErrors, GetCommentResponses, GetCourseData, GetCourseErrors, GetCourseResponses, GetCreatorData, GetCreatorErrors, GetCreatorResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetLessonData, GetLessonErrors, GetLessonResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMyProfileData, GetMyProfileErrors, GetMyProfileResponses, GetPostData, GetPostErrors, GetPostResponses, GetProductData, GetProductErrors, GetProductResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReviewData, GetReviewErrors, GetReviewResponses, GetShopData, GetShopErrors, GetShopResponses, GetStudentData, GetStudentErrors, GetStudentResponses, GetUserPostData, GetUserPostErrors, GetUserPostResponses, GetVersionData, GetVersionErrors, GetVersionResponses, ListAlertsData, ListAlertsErrors, ListAlertsResponses, ListChaptersData, ListChaptersErrors, ListChaptersResponses, ListClassesData, ListClassesErrors, ListClassesResponses, ListCommentsData, ListCommentsErrors, ListCommentsResponses, ListCreatorPostsData, ListCreatorPostsErrors, ListCreatorPostsResponses, ListLessonsData, ListLessonsErrors, ListLessonsResponses, ListMyPostsData, ListMyPostsErrors, ListMyPostsResponses, ListPostsData, ListPostsErrors, ListPostsResponses, ListProductsData, ListProductsErrors, ListProductsResponses, ListReviewsData, ListReviewsErrors, ListReviewsResponses, ListShopsData, ListShopsErrors, ListShopsResponses, ListStudentsData, ListStudentsErrors, ListStudentsResponses, ResendAlertData, ResendAlertErrors, ResendAlertResponses, SendAccountSummaryData, SendAccountSummaryErrors, SendAccountSummaryResponses, UpdateCommentData, UpdateCommentErrors, UpdateCommentResponses, UpdateMyProfileData, UpdateMyProfileErrors, UpdateMyProfileResponses, UpdatePostData, UpdatePostErrors, UpdatePostResponses, UpdateProductData, UpdateProductErrors, UpdateProductResponses, UpdateShopData, UpdateShopErrors, UpdateShopResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses } from './types.gen.js';
+import type { ConfirmEmailData, ConfirmEmailErrors, ConfirmEmailResponses, CreateChapterData, CreateChapterErrors, CreateChapterResponses, CreateClassData, CreateClassErrors, CreateClassResponses, CreateCommentData, CreateCommentErrors, CreateCommentResponses, CreateLessonData, CreateLessonErrors, CreateLessonResponses, CreatePostData, CreatePostErrors, CreatePostResponses, CreateProductData, CreateProductErrors, CreateProductResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateReviewData, CreateReviewErrors, CreateReviewResponses, CreateShopData, CreateShopErrors, CreateShopResponses, CreateStudentData, CreateStudentErrors, CreateStudentResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteCommentData, DeleteCommentErrors, DeleteCommentResponses, DeletePostData, DeletePostErrors, DeletePostResponses, DeleteProductData, DeleteProductErrors, DeleteProductResponses, DeleteShopData, DeleteShopErrors, DeleteShopResponses, GetAlertData, GetAlertErrors, GetAlertResponses, GetChapterData, GetChapterErrors, GetChapterResponses, GetClassData, GetClassErrors, GetClassResponses, GetCommentData, GetCommentErrors, GetCommentResponses, GetCourseData, GetCourseErrors, GetCourseResponses, GetCreatorData, GetCreatorErrors, GetCreatorResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetLessonData, GetLessonErrors, GetLessonResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMyProfileData, GetMyProfileErrors, GetMyProfileResponses, GetPostData, GetPostErrors, GetPostResponses, GetProductData, GetProductErrors, GetProductResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReviewData, GetReviewErrors, GetReviewResponses, GetShopData, GetShopErrors, GetShopResponses, GetStudentData, GetStudentErrors, GetStudentResponses, GetUserPostData, GetUserPostErrors, GetUserPostResponses, GetVersionData, GetVersionErrors, GetVersionResponses, ListAlertsData, ListAlertsErrors, ListAlertsResponses, ListChaptersData, ListChaptersErrors, ListChaptersResponses, ListClassesData, ListClassesErrors, ListClassesResponses, ListCommentsData, ListCommentsErrors, ListCommentsResponses, ListCreatorPostsData, ListCreatorPostsErrors, ListCreatorPostsResponses, ListLessonsData, ListLessonsErrors, ListLessonsResponses, ListMyPostsData, ListMyPostsErrors, ListMyPostsResponses, ListPostsData, ListPostsErrors, ListPostsResponses, ListProductsData, ListProductsErrors, ListProductsResponses, ListReviewsData, ListReviewsErrors, ListReviewsResponses, ListShopsData, ListShopsErrors, ListShopsResponses, ListStudentsData, ListStudentsErrors, ListStudentsResponses, ResendAlertData, ResendAlertErrors, ResendAlertResponses, SendAccountSummaryData, SendAccountSummaryErrors, SendAccountSummaryResponses, SendVerificationEmailData, SendVerificationEmailErrors, SendVerificationEmailResponses, UpdateCommentData, UpdateCommentErrors, UpdateCommentResponses, UpdateMyProfileData, UpdateMyProfileErrors, UpdateMyProfileResponses, UpdatePostData, UpdatePostErrors, UpdatePostResponses, UpdateProductData, UpdateProductErrors, UpdateProductResponses, UpdateShopData, UpdateShopErrors, UpdateShopResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -51,7 +51,7 @@ export const getAlert = <ThrowOnError extends boolean = false>(options: Options<
 /**
  * E-mail one of your alerts again
  *
- * The alert's user only (others 403): queues the alert's e-mail again, to the user's current address (202); `sent_at` changes once it is delivered.
+ * The alert's user only (others 403): queues the alert's e-mail again, to the user's current address (202); `sent_at` changes once it is delivered. While that address is unverified: 403 EmailNotVerified, nothing queued.
  */
 export const resendAlert = <ThrowOnError extends boolean = false>(options: Options<ResendAlertData, ThrowOnError>) => (options.client ?? client).post<ResendAlertResponses, ResendAlertErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -241,6 +241,20 @@ export const listCreatorPosts = <ThrowOnError extends boolean = false>(options: 
     querySerializer: { parameters: { sort: { array: { explode: false } } } },
     url: '/v1/creators/{profileId}/posts',
     ...options
+});
+
+/**
+ * Verify an e-mail address with the token from its link
+ *
+ * Anyone holding the link: the token of the link Roja mailed (its `token` query parameter) verifies the account's address (204). Confirming an address that is already verified changes nothing (204 again). A token that is malformed, tampered with, expired, or for an address the account no longer has is 422 InvalidVerificationToken (`errors[0].rule` is `expired` or `invalid`).
+ */
+export const confirmEmail = <ThrowOnError extends boolean = false>(options: Options<ConfirmEmailData, ThrowOnError>) => (options.client ?? client).post<ConfirmEmailResponses, ConfirmEmailErrors, ThrowOnError>({
+    url: '/v1/email-verifications',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -445,7 +459,7 @@ export const getReview = <ThrowOnError extends boolean = false>(options: Options
 /**
  * Sign up: create a user and its profile
  *
- * Anyone: signs up, creating a user and its profile (the profile id is the user id). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.
+ * Anyone: signs up, creating a user and its profile (the profile id is the user id), and queues one e-mail with a link that verifies the address (`email_verified` is false until then). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.
  */
 export const createProfile = <ThrowOnError extends boolean = false>(options: Options<CreateProfileData, ThrowOnError>) => (options.client ?? client).post<CreateProfileResponses, CreateProfileErrors, ThrowOnError>({
     url: '/v1/profiles',
@@ -459,7 +473,7 @@ export const createProfile = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * The caller's own profile, with the e-mail address
  *
- * Signed-in users: the caller's own profile, with the e-mail address. Changes nothing.
+ * Signed-in users: the caller's own profile, with the e-mail address and whether it is verified. Changes nothing.
  */
 export const getMyProfile = <ThrowOnError extends boolean = false>(options?: Options<GetMyProfileData, ThrowOnError>) => (options?.client ?? client).get<GetMyProfileResponses, GetMyProfileErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -622,7 +636,7 @@ export const listMyPosts = <ThrowOnError extends boolean = false>(options?: Opti
 /**
  * E-mail yourself your account summary
  *
- * The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards.
+ * The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards. While the caller's address is unverified: 403 EmailNotVerified, nothing queued.
  */
 export const sendAccountSummary = <ThrowOnError extends boolean = false>(options: Options<SendAccountSummaryData, ThrowOnError>) => (options.client ?? client).post<SendAccountSummaryResponses, SendAccountSummaryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -633,11 +647,22 @@ export const sendAccountSummary = <ThrowOnError extends boolean = false>(options
 /**
  * One of the caller's own posts; queues an e-mail about it to the caller
  *
- * The caller only (userId must be the caller, else 403), an active creator, and the post's owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too).
+ * The caller only (userId must be the caller, else 403), an active creator, and the post's owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too), unless the caller's address is unverified.
  */
 export const getUserPost = <ThrowOnError extends boolean = false>(options: Options<GetUserPostData, ThrowOnError>) => (options.client ?? client).get<GetUserPostResponses, GetUserPostErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/users/{userId}/posts/{postId}',
+    ...options
+});
+
+/**
+ * E-mail yourself a new verification link
+ *
+ * The caller only (userId must be the caller, else 403): queues a new link that verifies the caller's address (202); earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. Counts against the per-user and per-recipient mail limits.
+ */
+export const sendVerificationEmail = <ThrowOnError extends boolean = false>(options: Options<SendVerificationEmailData, ThrowOnError>) => (options.client ?? client).post<SendVerificationEmailResponses, SendVerificationEmailErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/users/{userId}/verification-emails',
     ...options
 });
 

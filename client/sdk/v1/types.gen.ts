@@ -221,6 +221,16 @@ export type Course = {
 };
 
 /**
+ * EmailVerification
+ */
+export type EmailVerification = {
+    /**
+     * the `token` query parameter of the verification link, as it is
+     */
+    token: string;
+};
+
+/**
  * Health
  */
 export type Health = {
@@ -319,6 +329,10 @@ export type MyProfile = {
      */
     created_at: string;
     email: string;
+    /**
+     * whether the owner confirmed the address (the link Roja mails at sign-up); until then Roja mails it nothing else
+     */
+    email_verified: boolean;
     /**
      * one of a fixed list of bands
      */
@@ -1011,7 +1025,7 @@ export type ResendAlertErrors = {
      */
     401: Problem;
     /**
-     * `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner
+     * `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `EmailNotVerified`: E-mail address not verified
      */
     403: Problem;
     /**
@@ -2093,6 +2107,55 @@ export type ListCreatorPostsResponses = {
 };
 
 export type ListCreatorPostsResponse = ListCreatorPostsResponses[keyof ListCreatorPostsResponses];
+
+export type ConfirmEmailData = {
+    body: EmailVerification;
+    path?: never;
+    query?: never;
+    url: '/v1/email-verifications';
+};
+
+export type ConfirmEmailErrors = {
+    /**
+     * `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body
+     */
+    400: Problem;
+    /**
+     * `NotAcceptable`: Not acceptable
+     */
+    406: Problem;
+    /**
+     * `PayloadTooLarge`: Payload too large
+     */
+    413: Problem;
+    /**
+     * `UnsupportedMediaType`: Unsupported media type
+     */
+    415: Problem;
+    /**
+     * `ValidationFailed`: Validation failed; `InvalidVerificationToken`: Invalid verification token
+     */
+    422: Problem;
+    /**
+     * `RateLimited`: Too many requests
+     */
+    429: Problem;
+    /**
+     * `ServiceUnavailable`: Service unavailable
+     */
+    503: Problem;
+};
+
+export type ConfirmEmailError = ConfirmEmailErrors[keyof ConfirmEmailErrors];
+
+export type ConfirmEmailResponses = {
+    /**
+     * No Content: the address is verified
+     */
+    204: void;
+};
+
+export type ConfirmEmailResponse = ConfirmEmailResponses[keyof ConfirmEmailResponses];
 
 export type GetLessonData = {
     body?: never;
@@ -4266,7 +4329,7 @@ export type SendAccountSummaryErrors = {
      */
     401: Problem;
     /**
-     * `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner
+     * `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `EmailNotVerified`: E-mail address not verified
      */
     403: Problem;
     /**
@@ -4373,6 +4436,72 @@ export type GetUserPostResponses = {
 };
 
 export type GetUserPostResponse = GetUserPostResponses[keyof GetUserPostResponses];
+
+export type SendVerificationEmailData = {
+    body?: never;
+    path: {
+        /**
+         * UUIDv4
+         */
+        userId: string;
+    };
+    query?: never;
+    url: '/v1/users/{userId}/verification-emails';
+};
+
+export type SendVerificationEmailErrors = {
+    /**
+     * `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body
+     */
+    400: Problem;
+    /**
+     * `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials
+     */
+    401: Problem;
+    /**
+     * `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner
+     */
+    403: Problem;
+    /**
+     * `NotAcceptable`: Not acceptable
+     */
+    406: Problem;
+    /**
+     * `EmailAlreadyVerified`: E-mail address already verified
+     */
+    409: Problem;
+    /**
+     * `PayloadTooLarge`: Payload too large
+     */
+    413: Problem;
+    /**
+     * `UnsupportedMediaType`: Unsupported media type
+     */
+    415: Problem;
+    /**
+     * `ValidationFailed`: Validation failed
+     */
+    422: Problem;
+    /**
+     * `RateLimited`: Too many requests
+     */
+    429: Problem;
+    /**
+     * `ServiceUnavailable`: Service unavailable
+     */
+    503: Problem;
+};
+
+export type SendVerificationEmailError = SendVerificationEmailErrors[keyof SendVerificationEmailErrors];
+
+export type SendVerificationEmailResponses = {
+    /**
+     * Accepted: Queued
+     */
+    202: Queued;
+};
+
+export type SendVerificationEmailResponse = SendVerificationEmailResponses[keyof SendVerificationEmailResponses];
 
 export type GetVersionData = {
     body?: never;

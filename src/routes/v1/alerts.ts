@@ -50,10 +50,10 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['alerts'],
       operationId: 'resendAlert',
       summary: 'E-mail one of your alerts again',
-      description: 'The alert\'s user only (others 403): queues the alert\'s e-mail again, to the user\'s current address (202); `sent_at` changes once it is delivered.',
+      description: 'The alert\'s user only (others 403): queues the alert\'s e-mail again, to the user\'s current address (202); `sent_at` changes once it is delivered. While that address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: AlertParams,
-      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
+      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'EmailNotVerified', 'AlertNotFound', 'ValidationFailed') }
     }
   }, async (request, reply) => {
     const { ownerId } = await getAlert(fastify.db, request.params.alertId)

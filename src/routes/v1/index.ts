@@ -6,6 +6,7 @@ import comments from './comments.js'
 import courses from './courses.js'
 import creatorPosts from './creator-posts.js'
 import creators from './creators.js'
+import emailVerifications from './email-verifications.js'
 import media from './media.js'
 import posts from './posts.js'
 import profiles from './profiles.js'
@@ -22,6 +23,7 @@ const v1: FastifyPluginAsync = async (fastify) => {
   await fastify.register(creators)
   await fastify.register(users)
   await fastify.register(userEmail)
+  await fastify.register(emailVerifications)
   // posts and their conversation
   await fastify.register(posts)
   await fastify.register(creatorPosts)

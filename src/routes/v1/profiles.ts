@@ -14,14 +14,14 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     schema: {
       tags,
-      operationId: 'createProfile', description: 'Anyone: signs up, creating a user and its profile (the profile id is the user id). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.',
+      operationId: 'createProfile', description: 'Anyone: signs up, creating a user and its profile (the profile id is the user id), and queues one e-mail with a link that verifies the address (`email_verified` is false until then). The username is trimmed and lower-cased; a taken username or e-mail is 409. New accounts are not creators: an operator grants that.',
       summary: 'Sign up: create a user and its profile',
       headers: IdempotencyHeaders,
       body: ref(ProfileCreate),
       response: { 201: ref(MyProfile), ...errorResponses('ValidationFailed', 'InvalidUserData', 'Conflict') }
     }
   }, async (request, reply) => {
-    const profile = await signUp(fastify.db, request.body)
+    const profile = await signUp(fastify.db, request.body, fastify.emailVerification)
     return created(reply, `/v1/profiles/${profile.id}`, profile)
   })
 
@@ -50,7 +50,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'getMyProfile', description: 'Signed-in users: the caller\'s own profile, with the e-mail address. Changes nothing.',
+      operationId: 'getMyProfile', description: 'Signed-in users: the caller\'s own profile, with the e-mail address and whether it is verified. Changes nothing.',
       summary: 'The caller\'s own profile, with the e-mail address',
       response: { 200: ref(MyProfile), 304: NotModified, ...errors }
     }

@@ -17,10 +17,11 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'sendAccountSummary',
       summary: 'E-mail yourself your account summary',
       description: 'The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of ' +
-        'posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards.',
+        'posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards. ' +
+        'While the caller\'s address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: UserParams,
-      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'ValidationFailed') }
+      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'EmailNotVerified', 'ValidationFailed') }
     }
   }, async (request, reply) => {
     assertOwner(request.user.id, request.params.userId)

@@ -35,7 +35,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'getUserPost', description: 'The caller only (userId must be the caller, else 403), an active creator, and the post\'s owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too).',
+      operationId: 'getUserPost', description: 'The caller only (userId must be the caller, else 403), an active creator, and the post\'s owner. Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too), unless the caller\'s address is unverified.',
       summary: 'One of the caller\'s own posts; queues an e-mail about it to the caller',
       params: UserPostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }

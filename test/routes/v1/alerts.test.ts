@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
-import { createCreator, createUser, type TestUser } from '../../fixtures.js'
+import { createCreator, createUser, verifyEmail, type TestUser } from '../../fixtures.js'
 import { json } from '../../helper.js'
 import { insertPost } from '../../mail.js'
 import { checkListBounds, MISSING, setup } from '../../post-fixtures.js'
@@ -16,7 +16,7 @@ interface World {
 
 async function world (t: Test): Promise<World> {
   const app = await setup(t) // the outbox worker only runs on its own once the app listens: tests call runOnce
-  const creator = await createCreator(app)
+  const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app)
   const postId = await insertPost(app, creator.id, 'Cats')
   return { app, creator, reader, postId }
@@ -65,6 +65,29 @@ t.test('a review and a comment on your post alert you and queue e-mails; your ow
   t.same(mails.map(m => m.to_address), [w.creator.email, w.creator.email])
 
   t.equal(json(await list(w, w.reader)).total, 0, 'the reader has no alerts')
+})
+
+t.test('while the creator\'s address is unverified, alerts are made but not mailed, and resend is 403 EmailNotVerified', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  const reader = await createUser(app)
+  const w = { app, creator, reader, postId: await insertPost(app, creator.id, 'Cats') }
+  await review(w)
+  await comment(w)
+  const alertMail = () => app.db.selectFrom('outbox_message').select('id').where('alert_id', 'is not', null).execute()
+  t.equal(json(await list(w, creator)).total, 2, 'the alerts are made and visible')
+  t.same(await alertMail(), [], 'no e-mail queued for them')
+
+  const alert = await firstAlert(w)
+  const refused = await app.inject({ method: 'POST', url: `/v1/alerts/${alert.id as string}/resend`, headers: creator.headers })
+  t.equal(refused.statusCode, 403)
+  t.equal(json(refused).code, 'EmailNotVerified')
+  t.same(await alertMail(), [], 'resend queued nothing')
+
+  await verifyEmail(app, creator)
+  t.equal((await app.inject({ method: 'POST', url: `/v1/alerts/${alert.id as string}/resend`, headers: creator.headers })).statusCode, 202)
+  await comment(w)
+  t.equal((await alertMail()).length, 2, 'once verified: the resend and the next alert are mailed')
 })
 
 t.test('GET /v1/alerts lists only your alerts, newest first, with paging, sorting and the kind filter', async (t) => {

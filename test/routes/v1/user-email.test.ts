@@ -3,14 +3,14 @@ import { join } from 'node:path'
 import t from 'tap'
 import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
-import { createCreator, createUser } from '../../fixtures.js'
+import { createCreator, createUser, verifyEmail } from '../../fixtures.js'
 import { json } from '../../helper.js'
 import { insertPost } from '../../mail.js'
 import { setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/users/{userId}/email answers 202 and queues your account summary', async (t) => {
   const app = await setup(t)
-  const me = await createCreator(app)
+  const me = await createCreator(app, { verified: true })
   const reader = await createUser(app)
   const postId = await insertPost(app, me.id, 'One')
   await insertPost(app, me.id, 'Two')
@@ -39,6 +39,20 @@ t.test('POST /v1/users/{userId}/email answers 202 and queues your account summar
   const eml = await readFile(join(app.outbox.mailDir, `${mail.id}.eml`), 'utf8')
   t.match(eml, /^Subject: Your Roja account summary$/m)
   t.match(eml, new RegExp(`^To: ${me.email.replace('.', '\\.')}$`, 'm'))
+})
+
+t.test('POST /v1/users/{userId}/email while the address is unverified: 403 EmailNotVerified, nothing queued; verified: 202', async (t) => {
+  const app = await setup(t)
+  const me = await createUser(app)
+  const summaries = () => app.db.selectFrom('outbox_message').select('id').where('subject', '=', 'Your Roja account summary').execute()
+  const refused = await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers })
+  t.equal(refused.statusCode, 403)
+  t.equal(json(refused).code, 'EmailNotVerified')
+  t.match(json(refused).detail, /verify your e-mail address first/)
+  t.same(await summaries(), [], 'nothing queued')
+  await verifyEmail(app, me)
+  t.equal((await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers })).statusCode, 202)
+  t.equal((await summaries()).length, 1)
 })
 
 t.test('POST /v1/users/{userId}/email is self only: another user\'s id is 403 UserNotOwner, nothing queued', async (t) => {

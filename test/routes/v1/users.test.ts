@@ -1,6 +1,7 @@
 import t from 'tap'
 import { json } from '../../helper.js'
-import { createCreator, createUser } from '../../fixtures.js'
+import { VERIFICATION_SUBJECT } from '../../../src/domain/email-verification.js'
+import { createCreator, createUser, verifyEmail } from '../../fixtures.js'
 import { MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
 
 t.test('GET /v1/users/me/posts: the caller\'s own posts, drafts and scheduled ones too', async (t) => {
@@ -36,19 +37,34 @@ t.test('GET /v1/users/me/posts: the caller\'s own posts, drafts and scheduled on
 
 t.test('GET /v1/users/{userId}/posts/{postId}: the owner\'s post, and an e-mail queued to the owner', async (t) => {
   const app = await setup(t)
-  const creator = await createCreator(app)
+  const creator = await createCreator(app, { verified: true })
   const post = await createPost(app, creator, { title: 'Mine', published_at: null })
   const url = `/v1/users/${creator.id}/posts/${post.id}`
   const res = await app.inject({ method: 'GET', url, headers: creator.headers })
   t.equal(res.statusCode, 200)
   t.same(json(res), post, 'a draft too')
   t.ok(res.headers.etag)
-  const mail = await app.db.selectFrom('outbox_message').selectAll().execute()
+  const mail = await app.db.selectFrom('outbox_message').selectAll().where('subject', '!=', VERIFICATION_SUBJECT).execute()
   t.equal(mail.length, 1)
   t.equal(mail[0].to_address, creator.email)
   t.equal(mail[0].subject, 'Your post on Roja', 'a fixed subject: the title is not in a header')
   t.match(mail[0].body, /Mine/)
   t.match(mail[0].body, /draft/)
+})
+
+t.test('GET /v1/users/{userId}/posts/{postId} while the address is unverified: the post, and no e-mail', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  const post = await createPost(app, creator, { title: 'Mine' })
+  const url = `/v1/users/${creator.id}/posts/${post.id}`
+  const postMail = () => app.db.selectFrom('outbox_message').select('id').where('subject', '=', 'Your post on Roja').execute()
+  const res = await app.inject({ method: 'GET', url, headers: creator.headers })
+  t.equal(res.statusCode, 200, 'the read is answered')
+  t.same(json(res), post)
+  t.same(await postMail(), [], 'but nothing is mailed to an unverified address')
+  await verifyEmail(app, creator)
+  t.equal((await app.inject({ method: 'GET', url, headers: creator.headers })).statusCode, 200)
+  t.equal((await postMail()).length, 1, 'once verified, the read queues its e-mail')
 })
 
 t.test('GET /v1/users/{userId}/posts/{postId}: self only, owner only, active creator only', async (t) => {

@@ -1,0 +1,60 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { QueuedStatus, ref } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { EmailVerification, UserParams } from '../../../schemas/user-email.js'
+import { confirmEmail, resendVerification } from '../../domain/email-verification.js'
+import { assertOwner } from '../../domain/people.js'
+import { authErrors, security } from '../guards.js'
+
+const tags = ['users']
+const Verified = Type.Null({ description: 'No Content: the address is verified' })
+
+/**
+ * E-mail verification: confirming a mailed link (public: whoever holds the link), and asking for
+ * a new link (the signed-in user, self only, under the mail limits).
+ */
+const emailVerifications: FastifyPluginAsyncTypebox = async (fastify) => {
+  // A POST, not a GET on the link itself: mail scanners and previews follow links, and must not verify.
+  fastify.post('/email-verifications', {
+    schema: {
+      tags,
+      operationId: 'confirmEmail',
+      summary: 'Verify an e-mail address with the token from its link',
+      description: 'Anyone holding the link: the token of the link Roja mailed (its `token` query parameter) verifies the account\'s address (204). ' +
+        'Confirming an address that is already verified changes nothing (204 again). A token that is malformed, tampered with, expired, or ' +
+        'for an address the account no longer has is 422 InvalidVerificationToken (`errors[0].rule` is `expired` or `invalid`).',
+      body: ref(EmailVerification),
+      response: { 204: Verified, ...errorResponses('ValidationFailed', 'InvalidVerificationToken') }
+    }
+  }, async (request, reply) => {
+    await confirmEmail(fastify.db, fastify.emailVerification, request.body.token)
+    return reply.code(204).send(null)
+  })
+
+  await fastify.register(resend)
+}
+
+const resend: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.authenticate)
+
+  fastify.post('/users/:userId/verification-emails', {
+    // self first (UserNotOwner), then the mail limits every mail-sending route shares
+    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.mailRateLimit],
+    schema: {
+      tags,
+      security,
+      operationId: 'sendVerificationEmail',
+      summary: 'E-mail yourself a new verification link',
+      description: 'The caller only (userId must be the caller, else 403): queues a new link that verifies the caller\'s address (202); ' +
+        'earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. Counts against the per-user and per-recipient mail limits.',
+      params: UserParams,
+      response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailAlreadyVerified', 'ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    await resendVerification(fastify.db, fastify.emailVerification, request.user.id)
+    return reply.code(202).send({ status: 'queued' as const })
+  })
+}
+
+export default emailVerifications
