@@ -25,7 +25,9 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       // a token sent in the query (refused, 400) never reaches a log.
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
+        // `*.headers`: any logged object that carries the request headers (@fastify/multipart logs
+        // them as busboyOptions.headers at trace), not only the request's own
+        paths: ['*.headers.authorization', '*.headers.cookie', 'headers.authorization', 'headers.cookie',
           'password', '*.password', 'access_token', '*.access_token', 'jwtSecret', '*.jwtSecret', 'JWT_SECRET', '*.JWT_SECRET'],
         censor: '[redacted]'
       },
