@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
 import t, { type Test } from 'tap'
@@ -11,8 +11,7 @@ import {
 import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
 import { checkApp } from '../scripts/conventions/run.js'
 import { createDb } from '../src/db/dialect.js'
-import { serverOptions } from '../src/options.js'
-import { freshDatabase, testConfig } from './helper.js'
+import { freshDatabase, testConfig, testFastify } from './helper.js'
 
 t.test('the real app has no findings', async (t) => {
   const database = await freshDatabase(t)
@@ -45,7 +44,7 @@ function schema (overrides: Record<string, unknown> = {}, param = 'thingId') {
 
 /** A bare Fastify with the shared schemas, the routes `add` registers, and their table. */
 async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ routes: RouteInfo[], schemas: SchemaMap }> {
-  const fastify = Fastify(serverOptions(testConfig())) // the real validators (custom formats)
+  const fastify = testFastify(testConfig()) // the real validators (custom formats)
   t.teardown(() => fastify.close())
   const routes = collectRoutes(fastify)
   for (const s of [Problem, Thing, ThingList]) fastify.addSchema(s)

@@ -1,19 +1,21 @@
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
+import { pino } from 'pino'
 import type { Test } from 'tap'
 import app from '../src/app.js'
 import type { OutboxOptions } from '../plugins/outbox.js'
 import type { TracingOptions } from '../plugins/tracing.js'
 import { loadConfig, type Config } from '../plugins/config.js'
 import { serverOptions } from '../src/options.js'
+import { LOG_DIR, LOG_LEVEL, logFile, observeIssued, TEST_SECRET } from './log-capture.js'
+
+export { TEST_SECRET }
 
 /** Which database this run uses: SQLite unless ROJA_TEST_DIALECT=postgres (npm test runs both). */
 export const dialect = process.env.ROJA_TEST_DIALECT === 'postgres' ? 'postgres' : 'sqlite'
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-
-export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!!'
 
 export function testConfig (env: Record<string, string> = {}, databaseUrl?: string): Config {
   return loadConfig({
@@ -71,19 +73,37 @@ export interface BuildOptions {
 export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const database = opts.database ?? await freshDatabase(t)
   const config = testConfig({ ...opts.env, DATABASE_URL: database.url }, database.url)
-  const overrides = opts.logs
-    ? {
-        logger: {
-          ...(serverOptions(config).logger as object),
-          level: opts.logLevel ?? 'trace',
-          stream: new Writable({ write (chunk, _enc, cb) { opts.logs!.push(String(chunk)); cb() } })
-        }
-      }
-    : {}
-  const server = Fastify(serverOptions(config, overrides))
+  const server = testFastify(config, opts)
   await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox, tracing: opts.tracing })
   await server.ready()
   t.teardown(() => server.close())
+  return server
+}
+
+/**
+ * Fastify with the production options (the app's logger settings: redaction, serializers), its
+ * log lines going to the suite's log file when npm test keeps one, and to `logs` when given; what
+ * it issues is recorded for the log scan (test/log-capture.ts).
+ */
+export function testFastify (config: Config, opts: Pick<BuildOptions, 'logs' | 'logLevel'> = {}): FastifyInstance {
+  const streams: pino.StreamEntry[] = []
+  if (LOG_DIR) streams.push({ level: LOG_LEVEL as pino.Level, stream: logFile() })
+  if (opts.logs) {
+    const logs = opts.logs
+    streams.push({ level: (opts.logLevel ?? 'trace') as pino.Level, stream: new Writable({ write (chunk, _enc, cb) { logs.push(String(chunk)); cb() } }) })
+  }
+  const overrides: Partial<FastifyServerOptions> = streams.length === 0
+    ? {}
+    : {
+        logger: {
+          ...(serverOptions(config).logger as object),
+          // the lowest level of the two; each stream keeps only its own level and above
+          level: streams.map(s => s.level!).sort((a, b) => pino.levels.values[a] - pino.levels.values[b])[0],
+          stream: streams.length === 1 ? streams[0].stream : pino.multistream(streams)
+        }
+      }
+  const server = Fastify(serverOptions(config, overrides))
+  observeIssued(server)
   return server
 }
 

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
+import { keepLog, recordIssued } from './log-capture.js'
 
 /**
  * The newcomer's path, taken from the README itself: the server started exactly as Quick start
@@ -49,6 +50,7 @@ async function npmStart (t: Test): Promise<Started> {
   }
   const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => npm.on('exit', (code, signal) => resolve({ code, signal })))
   t.teardown(() => { try { process.kill(-npm.pid!, 'SIGKILL') } catch {} })
+  t.teardown(() => keepLog('npm-start', output.text))
   const line = await waitFor(output, exited, /\{[^\n]*"msg":"Server listening at [^\n]*\}/)
   return { npm, port, dataDir, output, serverPid: JSON.parse(line).pid, exited }
 }
@@ -112,7 +114,10 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   const script = blocks.join('\n').replaceAll('http://127.0.0.1:3000', base)
   t.equal(script.includes(':3000'), false, 'every command talks to the started server')
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: started.dataDir }
-  const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env, maxBuffer: 1 << 24 })
+  // the token the walkthrough keeps in TOKEN, on stderr, for the suite-wide log scan
+  const recorded = `${script}\nprintf '{"access_token":"%s"}\\n' "$TOKEN" >&2\n`
+  const { stdout, stderr } = await run('bash', ['-euo', 'pipefail', '-c', recorded], { cwd: ROOT, env, maxBuffer: 1 << 24 })
+  recordIssued(stderr)
   t.match(stdout, /"username":"ada"/, 'signed up')
   t.match(stdout, /ada is now a creator/, 'the CLI reached the server\'s database')
   t.equal(stdout.match(/"title":"Hello, Roja"/g)?.length, 2, 'the post, created and then in the list')

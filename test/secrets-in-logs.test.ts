@@ -4,10 +4,13 @@ import { build, json, TEST_SECRET } from './helper.js'
 
 /**
  * Secrets never logged: every log line (at trace) of a session that signs up, logs in both ways,
- * uses its token well and badly, sends it in the URL and in malformed headers, confirms its
+ * uses its token well and badly (an upload too), sends it in the URL and in malformed headers, confirms its
  * e-mail verification link (and tampered copies of it), is searched for every token issued, its
  * signature alone, the verification token and its MAC, the password and the JWT secret.
  */
+const BOUNDARY = '----roja-secrets-boundary'
+const UPLOAD = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--${BOUNDARY}--\r\n`
+
 t.test('no log line carries a token, a password or the JWT secret', async (t) => {
   const logs: string[] = []
   const app = await build(t, { logs, logLevel: 'trace' })
@@ -45,7 +48,9 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
       { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Basic ${token}` } },
       { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer ${token}x` } },
       { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer  ${token} extra` } },
-      { method: 'POST', url: '/v1/posts', headers: { ...bearer, 'content-type': 'application/json' }, payload: `{"title": "${token}` }
+      { method: 'POST', url: '/v1/posts', headers: { ...bearer, 'content-type': 'application/json' }, payload: `{"title": "${token}` },
+      // an upload: the multipart parser logs the request headers at trace
+      { method: 'POST', url: '/v1/media', headers: { ...bearer, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload: UPLOAD }
     ] as const
     for (const r of requests) {
       const res = await app.inject(r as never)

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
+import { keepLog } from './log-capture.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
@@ -82,6 +83,7 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   child.stderr.on('data', (c: string) => { output.text += c })
   const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  t.teardown(() => keepLog('server', output.text))
 
   await waitForLine(child, output, /Server listening at http:\/\/127\.0\.0\.1:\d+/)
   const health = await fetch(`http://127.0.0.1:${port}/health`)
@@ -122,6 +124,7 @@ async function startFailure (env: Record<string, string>): Promise<{ code: numbe
   const timer = setTimeout(() => child.kill('SIGKILL'), START_DEADLINE_MS)
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
   clearTimeout(timer)
+  keepLog('server', output)
   return { code, output }
 }
 

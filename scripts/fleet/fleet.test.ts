@@ -17,6 +17,9 @@ import { startFleet, type Fleet, type Instance } from './fleet.js'
 
 const REDIS_URL = process.env.FLEET_REDIS_URL ?? 'redis://127.0.0.1:6379/9'
 const RATE_LIMIT_MAX = 40
+// Wrong passwords allowed per client address and username (AUTH_RATE_LIMIT_MAX). The other
+// properties log in once per user, each from a fresh address, so only the guessing property meets it.
+const PASSWORD_GUESSES = 5
 const PASSWORD = 'correct horse battery staple'
 
 // ---------------------------------------------------------------- HTTP through the balancer
@@ -29,9 +32,16 @@ interface CallOptions {
   ip?: string
   /** ask HAProxy for this instance */
   instance?: string
+  /** the local address to connect from (the address HAProxy sees), 127.0.0.1 by default */
+  from?: string
+  /** send to this port instead of HAProxy's: an instance directly */
+  port?: number
 }
 
 const randomIp = () => `198.18.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
+// A client of its own on loopback: any 127/8 address but 127.0.0.1, the one proxy the instances
+// trust, so it is a client HAProxy sees rather than a proxy; fresh on every run, as Redis keeps counts.
+const clientAddress = () => `127.${1 + (randomBytes(1)[0] % 254)}.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
 
 /** One request on its own connection: a refused request and a failed one stay apart. */
 function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
@@ -39,7 +49,8 @@ function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}):
   return new Promise((resolve, reject) => {
     const req = httpRequest({
       host: '127.0.0.1',
-      port: fleet.haproxy.port,
+      port: o.port ?? fleet.haproxy.port,
+      ...(o.from ? { localAddress: o.from } : {}),
       method,
       path,
       agent: false,
@@ -145,7 +156,7 @@ const fleet = await startFleet({
   logLevel: process.env.FLEET_LOG_LEVEL ?? 'warn',
   env: {
     RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
-    AUTH_RATE_LIMIT_MAX: '1000',
+    AUTH_RATE_LIMIT_MAX: String(PASSWORD_GUESSES),
     // the mail test queues ~50 messages for one user: the per-user mail limit is not what it tests
     MAIL_RATE_LIMIT_MAX: '1000',
     // the test's own load on two shared cores must not be shed as overload
@@ -168,7 +179,7 @@ async function countIn (table: string, ids: string[]): Promise<number> {
   return rows[0].n
 }
 
-async function signUp (creator: boolean): Promise<{ id: string, email: string, auth: Record<string, string> }> {
+async function signUp (creator: boolean): Promise<{ id: string, username: string, email: string, auth: Record<string, string> }> {
   const username = `fleet-${randomUUID().slice(0, 8)}`
   const email = `${username}@example.com`
   const res = await call(fleet, 'POST', '/v1/profiles', { body: { first_name: 'Fleet', username, email, password: PASSWORD } })
@@ -178,7 +189,7 @@ async function signUp (creator: boolean): Promise<{ id: string, email: string, a
   const token = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD } })
   if (token.status !== 200) throw new Error(`token: ${token.status} ${token.body}`)
   await verifyEmail(email)
-  return { id: res.json.id, email, auth: { authorization: `Bearer ${token.json.access_token}` } }
+  return { id: res.json.id, username, email, auth: { authorization: `Bearer ${token.json.access_token}` } }
 }
 
 /** As the owner would: the token of the link sign-up queued, posted to the confirm route (nothing else is mailed before). */
@@ -209,6 +220,32 @@ t.test('rate limits are shared: the sum over all instances is enforced', async (
   const perInstance = Object.fromEntries(NAMES.map(n => [n, allowed.filter(a => a.servedBy === n).length]))
   t.ok(NAMES.every(n => perInstance[n] > 0 && perInstance[n] < RATE_LIMIT_MAX), `all instances served, none alone reached the limit: ${JSON.stringify(perInstance)}`)
   t.equal((await call(fleet, 'GET', '/version', { ip: randomIp() })).status, 200, 'another client still gets through')
+})
+
+t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it keys on the address HAProxy saw', async (t) => {
+  const { username } = await signUp(false)
+  const guess = (from: string, n: number, o: CallOptions = {}) =>
+    call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from, ip: `10.9.0.${n}`, ...o })
+  const client = clientAddress()
+  const answers: Answer[] = []
+  // a new forged X-Forwarded-For on each attempt; HAProxy appends the address it saw
+  for (let n = 1; n <= PASSWORD_GUESSES + 3; n++) answers.push(await guess(client, n))
+  t.same(answers.map(a => a.status), [...Array(PASSWORD_GUESSES).fill(401), 429, 429, 429],
+    `${PASSWORD_GUESSES} wrong passwords are answered, then refused whatever X-Forwarded-For says`)
+  t.ok(answers.slice(PASSWORD_GUESSES).every(a => a.json?.code === 'RateLimited' && a.headers['retry-after']), 'a RateLimited problem with Retry-After')
+  t.ok(new Set(answers.map(a => a.servedBy)).size >= 2, `counted across instances: ${answers.map(a => a.servedBy).join(' ')}`)
+  const right = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD }, from: client, ip: '10.9.0.200' })
+  t.equal(right.status, 429, 'the right password too is refused to that client for now')
+  const other = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD }, from: clientAddress(), ip: '10.9.0.1' })
+  t.equal(other.status, 200, 'another client, forging the same first X-Forwarded-For, has its own count and logs in')
+
+  // An instance trusts X-Forwarded-For only from HAProxy's address: a client reaching it
+  // directly is counted by its own address, whatever it forges.
+  const direct = clientAddress()
+  const instance = fleet.instances[0]
+  const straight: number[] = []
+  for (let n = 1; n <= PASSWORD_GUESSES + 2; n++) straight.push((await guess(direct, n, { port: instance.port })).status)
+  t.same(straight, [...Array(PASSWORD_GUESSES).fill(401), 429, 429], `directly at ${instance.name}, a forged X-Forwarded-For is not believed`)
 })
 
 t.test('an Idempotency-Key retried on another instance replays and creates nothing', async (t) => {

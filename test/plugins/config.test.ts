@@ -4,6 +4,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import configPlugin, { ConfigError, loadConfig } from '../../plugins/config.js'
 import { testConfig } from '../helper.js'
+import { keepLog } from '../log-capture.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
 
@@ -180,6 +181,7 @@ t.test('the server process refuses to start in production without JWT_SECRET, na
   child.stdout.on('data', (c) => { output += String(c) })
   child.stderr.on('data', (c) => { output += String(c) })
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  keepLog('server', output)
   t.not(code, 0, 'exits non-zero')
   t.equal(code, 78, 'EX_CONFIG')
   t.match(output, /JWT_SECRET/)

@@ -6,8 +6,7 @@ import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import contentType, { mediaType } from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
-import { serverOptions } from '../../src/options.js'
-import { build, json, testConfig } from '../helper.js'
+import { build, json, testConfig, testFastify } from '../helper.js'
 
 const VALID = JSON.stringify({ name: 'ab' })
 const INVALID = JSON.stringify({ name: 'a', admin: true })
@@ -15,7 +14,7 @@ const INVALID = JSON.stringify({ name: 'a', admin: true })
 /** The content-type plugin on a bare Fastify, with a strict JSON route and a form route. */
 async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance> {
   const cfg = testConfig()
-  const app = factory ? Fastify(serverOptions(cfg)) : Fastify()
+  const app = factory ? testFastify(cfg) : Fastify()
   await app.register(config, { config: cfg })
   await app.register(problems)
   await app.register(contentType)

@@ -1,4 +1,3 @@
-import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
@@ -8,15 +7,14 @@ import rateLimit from '../../plugins/rate-limit.js'
 import openapi from '../../plugins/openapi.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
-import { serverOptions } from '../../src/options.js'
-import { testConfig } from '../helper.js'
+import { testConfig, testFastify } from '../helper.js'
 
 const SUNSET = 'Wed, 30 Jun 2027 00:00:00 GMT'
 
 /** A bare app with a deprecated route (a paging Link of its own, and an error case) and a current one. */
 async function build (t: Test) {
   const cfg = testConfig()
-  const app = Fastify(serverOptions(cfg))
+  const app = testFastify(cfg)
   await app.register(config, { config: cfg })
   await app.register(problems)
   await app.register(rateLimit)
@@ -98,7 +96,7 @@ t.test('the OpenAPI operation is flagged deprecated', async (t) => {
 
 t.test('a malformed sunset date stops the start', async (t) => {
   const cfg = testConfig()
-  const app = Fastify(serverOptions(cfg))
+  const app = testFastify(cfg)
   t.teardown(() => app.close())
   await app.register(metrics)
   await app.register(deprecation)

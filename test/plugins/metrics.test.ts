@@ -1,15 +1,14 @@
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import app from '../../src/app.js'
-import { serverOptions } from '../../src/options.js'
 import { ConfigError } from '../../plugins/config.js'
 import { enqueueEmail } from '../../src/domain/outbox.js'
 import { createUser } from '../fixtures.js'
-import { build, dialect, freshDatabase, json, testConfig } from '../helper.js'
+import { build, dialect, freshDatabase, json, testConfig, testFastify } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 // prom-client's own gauges whose names end in _total; promtool flags them, nothing else may be flagged.
@@ -19,7 +18,7 @@ const KNOWN_FINDINGS = /^nodejs_active_(handles|requests|resources)_total non-co
 async function buildWithRoute (t: Test, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const database = await freshDatabase(t)
   const config = testConfig(env, database.url)
-  const server = Fastify(serverOptions(config))
+  const server = testFastify(config)
   await server.register(app, { config, dbSchema: database.schema })
   server.get('/things/:thingId', {
     schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }

@@ -1,9 +1,8 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import problems from '../../plugins/problems.js'
-import { serverOptions } from '../../src/options.js'
-import { testConfig } from '../helper.js'
+import { testConfig, testFastify } from '../helper.js'
 
 /**
  * A database restarted under load drops connections in the middle of requests; pg reports some of
@@ -12,7 +11,7 @@ import { testConfig } from '../helper.js'
  */
 async function bare (t: Test, thrown: () => Error): Promise<FastifyInstance> {
   const cfg = testConfig()
-  const app = Fastify(serverOptions(cfg))
+  const app = testFastify(cfg)
   await app.register(config, { config: cfg })
   await app.register(problems)
   app.get('/query', async () => { throw thrown() })

@@ -1,12 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
-import { serverOptions } from '../../src/options.js'
-import { build, json, testConfig } from '../helper.js'
+import { build, json, testConfig, testFastify } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 const BASE = 'https://problems.example.test/p'
@@ -15,7 +14,7 @@ const SECRET = 'password=hunter2 host=db.internal:5432'
 /** A bare Fastify with the options factory and the error plugins alone, plus tiny routes for each error class. */
 async function bare (t: Test): Promise<FastifyInstance> {
   const cfg = testConfig({ BODY_LIMIT_BYTES: '2048', PROBLEM_BASE_URI: `${BASE}/` })
-  const app = Fastify(serverOptions(cfg))
+  const app = testFastify(cfg)
   await app.register(config, { config: cfg })
   await app.register(problems)
   await app.register(contentType)

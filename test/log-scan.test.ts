@@ -1,0 +1,34 @@
+import t from 'tap'
+import { SecretIndex, scanText } from '../scripts/log-scan.js'
+import { redactTokens } from '../plugins/security.js'
+import { TEST_SECRET } from './helper.js'
+
+// The scanner of the suite's logs (scripts/scan-test-logs.ts) must be able to fail.
+const token = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpZCI6IjEiLCJnZW4iOjB9.q2fW1m8oXxkV0J4n3b9Zr7u5T6s1yA2cD8eF0gH4iJk'
+const signature = token.split('.')[2]
+const index = new SecretIndex([{ kind: 'access_token', value: token }], [{ text: TEST_SECRET, what: 'the JWT secret' }])
+const line = (url: string) => JSON.stringify({ level: 30, req: { method: 'GET', url }, res: { statusCode: 400 }, msg: 'request completed' })
+
+t.test('a token in a log line is found, by file and line, without printing it', async (t) => {
+  const hits = scanText(`${line('/v1/posts')}\n${line(`/v1/profiles/me?access_token=${token}`)}\n`, index, 'a.log')
+  t.same(hits, [{ file: 'a.log', line: 2, what: 'a JWT-shaped string' }, { file: 'a.log', line: 2, what: 'a whole access_token' }])
+  t.notMatch(JSON.stringify(hits), signature)
+})
+
+t.test('its signature alone is found, also glued to other text', async (t) => {
+  t.same(scanText(line(`/x?sig=${signature}`), index).map(h => h.what), ['the signature of one access_token'])
+  t.same(scanText(`"authorization":"Bearer x${signature}y"`, index).map(h => h.what), ['the signature of one access_token'])
+})
+
+t.test('any JWT-shaped string and the JWT secret are found', async (t) => {
+  t.same(scanText('{"msg":"eyJhbGciOiJub25lIn0.eyJpZCI6IjEifQ."}', index).map(h => h.what), ['a JWT-shaped string'])
+  t.same(scanText(`{"secret":"${TEST_SECRET}"}`, index).map(h => h.what), ['the JWT secret'])
+})
+
+t.test('a line without them, and the query-string token redacted as the logger writes it, are clean', async (t) => {
+  t.same(scanText(line('/v1/posts?limit=5'), index), [])
+  const redacted = redactTokens(`/v1/profiles/me?access_token=${token}&token=${encodeURIComponent(token)}`)
+  t.equal(redacted, '/v1/profiles/me?access_token=[redacted]&token=[redacted]')
+  t.same(scanText(line(redacted), index), [])
+  t.same(scanText(line(`/v1/profiles/me?x=${signature.slice(0, 20)}`), index), [], 'nor does a part of a signature count')
+})
