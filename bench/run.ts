@@ -19,7 +19,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -64,6 +64,10 @@ const DIALECTS = (env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',')
 const PG_URL = env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const CPU_PROF = env.BENCH_CPU_PROF === '1'
 const REUSE = env.BENCH_REUSE === '1'
+// BENCH_BEFORE=<git rev>: Roja as it was at that commit runs beside today's in `chain` and `uncached`
+// (same database, same requests, same rounds): a change's before/after measured in one run.
+const BEFORE = env.BENCH_BEFORE
+const BEFORE_DIR = join(ROOT, 'bench', '.tmp', 'before')
 // Built JavaScript like `npm start`; the smoke runs the TypeScript through tsx (no build step in CI's two minutes).
 // BENCH_BUILD=dist: the existing dist/ as it is (repeated runs).
 const BUILT = env.BENCH_BUILD ? env.BENCH_BUILD !== '0' : !SMOKE
@@ -93,11 +97,11 @@ const wanted = (name: string) => GROUPS.includes(name)
 interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }
 
 /** Spawns a server and waits until it answers; readyMs is spawn → first answer. */
-async function start (name: string, args: string[], extraEnv: Record<string, string>, probe = '/health'): Promise<Server> {
+async function start (name: string, args: string[], extraEnv: Record<string, string>, probe = '/health', cwd = ROOT): Promise<Server> {
   const port = await freePort()
   const log = openSync(join(TMP, `${name}.log`), 'a')
   const started = process.hrtime.bigint()
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: env.PATH, ...extraEnv, PORT: String(port) }, stdio: ['ignore', log, log] })
+  const child = spawn(process.execPath, args, { cwd, env: { PATH: env.PATH, ...extraEnv, PORT: String(port) }, stdio: ['ignore', log, log] })
   children.add(child)
   child.on('exit', (code, signal) => {
     children.delete(child)
@@ -135,7 +139,7 @@ const START_ARGS = ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON
  * file), metrics, rate limiting (limit raised so the one client is never 429'd; it still counts
  * every request), helmet, CORS, load shedding at its production thresholds.
  */
-function startRoja (name: string, databaseUrl: string): Promise<Server> {
+function startRoja (name: string, databaseUrl: string, cwd = ROOT): Promise<Server> {
   const entry = BUILT ? START_ARGS : [...START_ARGS.slice(0, -1), '--import', 'tsx', 'src/server.ts']
   const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench', '.tmp', 'profiles')}`] : []
   return start(name, [...prof, ...entry], {
@@ -149,7 +153,18 @@ function startRoja (name: string, databaseUrl: string): Promise<Server> {
     ALLOWED_CORS_ORIGINS: 'https://app.example.com',
     RATE_LIMIT_MAX: '1000000000',
     ...(env.BENCH_EVENT_LOOP_DELAY_MS ? { MAX_EVENT_LOOP_DELAY_MS: env.BENCH_EVENT_LOOP_DELAY_MS } : {})
-  })
+  }, '/health', cwd)
+}
+
+/** The BENCH_BEFORE commit's tree, built, in bench/.tmp/before (git archive: no worktree left behind). */
+function buildBefore (rev: string): void {
+  rmSync(BEFORE_DIR, { recursive: true, force: true })
+  mkdirSync(BEFORE_DIR, { recursive: true })
+  const archive = spawnSync('git', ['archive', '--format=tar', rev], { cwd: ROOT, maxBuffer: 1 << 30 })
+  if (archive.status !== 0) throw new Error(`BENCH_BEFORE=${rev}: git archive failed: ${archive.stderr}`)
+  spawnSync('tar', ['-x', '-C', BEFORE_DIR], { input: archive.stdout })
+  symlinkSync(join(ROOT, 'node_modules'), join(BEFORE_DIR, 'node_modules'))
+  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: BEFORE_DIR, stdio: 'inherit' })
 }
 
 function startBaseline (name: string, databaseUrl: string): Promise<Server> {
@@ -473,16 +488,19 @@ async function benchDialect (dialect: string, dbs: Databases) {
       writeFileSync(headersFile, JSON.stringify(Object.fromEntries(own)))
       const bare = await up(start(`${dialect}-baseline-bare`, ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body }, '/version'))
       const bareHeaders = await up(start(`${dialect}-baseline-bare-headers`, ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body, HEADERS_FILE: headersFile }, '/version'))
+      const before = BEFORE ? await up(startRoja(`${dialect}-roja-before`, small!.url, BEFORE_DIR)) : undefined
       const targets: Target[] = [
         { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), roja: true },
         { name: 'bare fastify', urls: [bare.url], request: () => ({ path: '/version' }) },
-        { name: 'bare fastify, same headers', urls: [bareHeaders.url], request: () => ({ path: '/version' }) }
+        { name: 'bare fastify, same headers', urls: [bareHeaders.url], request: () => ({ path: '/version' }) },
+        ...(before ? [{ name: 'roja before /version', urls: [before.url], request: () => ({ path: '/version' }), roja: true }] : [])
       ]
       try {
         await sameBytes('chain', targets[0], targets[1], 1)
         await sameBytes('chain', targets[0], targets[2], 1)
-        return await group('chain', targets, [['roja /version', 'bare fastify'], ['roja /version', 'bare fastify, same headers']])
-      } finally { await down(bare, bareHeaders) }
+        return await group('chain', targets, [['roja /version', 'bare fastify'], ['roja /version', 'bare fastify, same headers'],
+          ...(before ? [['roja /version', 'roja before /version'] as [string, string]] : [])])
+      } finally { await down(bare, bareHeaders, ...(before ? [before] : [])) }
     })
 
     await guarded('uncached', result, revive, async () => {
@@ -500,14 +518,18 @@ async function benchDialect (dialect: string, dbs: Databases) {
         ['post by id', r => ({ path: `/v1/posts/${pick(r, d.postIds)}` })],
         ['users/me/posts', r => ({ path: `/v1/users/me/posts?limit=10&offset=${between(r, 0, 30)}`, headers: bearer(r) })]
       ]
+      const before = BEFORE ? await up(startRoja(`${dialect}-roja-before`, small!.url, BEFORE_DIR)) : undefined
       const targets = kinds.flatMap(([kind, request]): Target[] => [
         { name: `roja ${kind}`, urls: [roja!.url], request, roja: true },
-        { name: `baseline ${kind}`, urls: [base.url], request }
+        { name: `baseline ${kind}`, urls: [base.url], request },
+        ...(before ? [{ name: `roja before ${kind}`, urls: [before.url], request, roja: true }] : [])
       ])
+      const per = before ? 3 : 2
       try {
-        for (let i = 0; i < targets.length; i += 2) await sameBytes(`uncached ${kinds[i / 2][0]}`, targets[i], targets[i + 1], SMOKE ? 5 : 40)
-        return await group('uncached', targets, kinds.map(([kind]) => [`roja ${kind}`, `baseline ${kind}`]))
-      } finally { await down(base) }
+        for (let i = 0; i < targets.length; i += per) await sameBytes(`uncached ${kinds[i / per][0]}`, targets[i], targets[i + 1], SMOKE ? 5 : 40)
+        return await group('uncached', targets, kinds.flatMap(([kind]) => [[`roja ${kind}`, `baseline ${kind}`],
+          ...(before ? [[`roja ${kind}`, `roja before ${kind}`] as [string, string]] : [])]))
+      } finally { await down(base, ...(before ? [before] : [])) }
     })
 
     await guarded('writes', result, revive, async () => {
@@ -620,7 +642,7 @@ function goals (dialect: string, r: any): Goal[] {
   // Both readings of "the same bytes": the body alone (as the issue measured), and body and headers.
   add('chain: /version ≥ 0.5× bare Fastify (same body)', r.chain, ratio(r.chain, 'roja /version / bare fastify'), v => v >= 0.5)
   add('chain: /version ≥ 0.5× bare Fastify (same body and headers)', r.chain, ratio(r.chain, 'roja /version / bare fastify, same headers'), v => v >= 0.5)
-  for (const key of Object.keys(r.uncached?.ratios ?? {})) {
+  for (const key of Object.keys(r.uncached?.ratios ?? {}).filter(k => k.includes(' / baseline '))) {
     add(`uncached: ${key.split(' / ')[0].slice(5)} ≥ 0.8× the same-SQL server`, r.uncached, ratio(r.uncached, key), v => v >= 0.8)
   }
   if (dialect === 'postgres') add(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.7× the minimal pg server`, r.writes, ratio(r.writes, `roja c${CONNECTIONS} / baseline c${CONNECTIONS}`), v => v >= 0.7)
@@ -670,10 +692,14 @@ async function main () {
     // tsc still writes the output when another file has type errors; the run only needs it to exist.
     spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' })
   }
+  if (BEFORE) {
+    console.error(`building Roja at ${BEFORE} in ${BEFORE_DIR}`)
+    buildBefore(BEFORE)
+  }
   const started = Date.now()
   const meta = {
     date: new Date().toISOString(), node: process.version, cpus: cpus().length, loadavgAtStart: loadavg(), groups: GROUPS,
-    runs: RUNS, durationS: DURATION, connections: CONNECTIONS, small: SMALL, large: LARGE, cursorPage: CURSOR_PAGE, smoke: SMOKE, built: BUILT
+    runs: RUNS, durationS: DURATION, connections: CONNECTIONS, small: SMALL, large: LARGE, cursorPage: CURSOR_PAGE, smoke: SMOKE, built: BUILT, before: BEFORE
   }
   const dialects: string[] = []
   for (const dialect of DIALECTS) {
