@@ -139,7 +139,7 @@ export interface paths {
         put?: never;
         /**
          * Open a class, optionally for one of your courses (creators)
-         * @description Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's course is 403, an article 422). The caller owns the class.
+         * @description Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's published course is 403; an article, a missing course or another creator's draft or scheduled course 422, alike). The caller owns the class.
          */
         post: operations["createClass"];
         delete?: never;
