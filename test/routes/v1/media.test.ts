@@ -188,6 +188,22 @@ t.test('Range requests get 206 with Content-Range; an unsatisfiable range 416', 
     t.equal(json(res).code, 'RangeNotSatisfiable')
   }
 
+  // RFC 9110 §14.1.2: a suffix longer than the file means the whole file; a zero-length suffix names nothing.
+  for (const range of ['bytes=-19', 'bytes=-20', 'bytes=-21', 'bytes=-999999999999', 'bytes=-99999999999999999999999']) {
+    const res = await get(range)
+    const start = range === 'bytes=-19' ? 1 : 0
+    t.equal(res.statusCode, 206, range)
+    t.equal(res.headers['content-range'], `bytes ${start}-19/20`, range)
+    t.equal(res.body, data.subarray(start).toString(), range)
+  }
+  const zero = await get('bytes=-0')
+  t.equal(zero.statusCode, 416, 'bytes=-0')
+  t.equal(zero.headers['content-range'], 'bytes */20')
+  const empty = json(await upload(app, user, [file('')]))
+  const emptySuffix = await app.inject({ method: 'GET', url: `/v1/media/${empty.id}`, headers: { range: 'bytes=-1' } })
+  t.equal(emptySuffix.statusCode, 200, 'a suffix of an empty file is the whole (empty) file')
+  t.equal(emptySuffix.body, '')
+
   const stale = await get('bytes=0-3', { 'if-range': '"sha256-stale"' })
   t.equal(stale.statusCode, 200, 'a stale If-Range gets the whole file')
   t.equal(stale.body, data.toString())
