@@ -1046,7 +1046,7 @@ export interface components {
         /** Media */
         Media: {
             /**
-             * @description media type sniffed from the bytes (not the client's claim); application/octet-stream when unknown
+             * @description media type sniffed from the bytes (not the client's claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown
              * @example image/png
              */
             content_type: string;
@@ -5043,7 +5043,6 @@ export interface operations {
                     "application/x-nintendo-nes-rom": string;
                     "application/x-rar-compressed": string;
                     "application/x-rpm": string;
-                    "application/x-shockwave-flash": string;
                     "application/x-spss-sav": string;
                     "application/x-sqlite3": string;
                     "application/x-tar": string;
@@ -5053,7 +5052,6 @@ export interface operations {
                     "application/x.apple.alias": string;
                     "application/x.autodesk.fbx": string;
                     "application/x.ms.shortcut": string;
-                    "application/xml": string;
                     "application/zip": string;
                     "application/zstd": string;
                     "audio/aac": string;
@@ -5234,7 +5232,6 @@ export interface operations {
                     "application/x-nintendo-nes-rom": string;
                     "application/x-rar-compressed": string;
                     "application/x-rpm": string;
-                    "application/x-shockwave-flash": string;
                     "application/x-spss-sav": string;
                     "application/x-sqlite3": string;
                     "application/x-tar": string;
@@ -5244,7 +5241,6 @@ export interface operations {
                     "application/x.apple.alias": string;
                     "application/x.autodesk.fbx": string;
                     "application/x.ms.shortcut": string;
-                    "application/xml": string;
                     "application/zip": string;
                     "application/zstd": string;
                     "audio/aac": string;

@@ -50,14 +50,23 @@ export async function storeUpload (storage: MediaStorage, file: Readable): Promi
 /**
  * The media type from the bytes, never from the client's claim: a known binary signature
  * (file-type), else text/plain when the first 4 KiB are UTF-8 text, else application/octet-stream.
+ * Types a browser would run (markup, script) are text/plain whatever file-type says.
  */
 export async function sniff (head: Buffer, size: number): Promise<string> {
   if (head.length === 0) return UNKNOWN_TYPE
   // file-type is loaded on the first upload: its signature tables are a sizeable part of idle memory
   const { fileTypeFromBuffer } = await import('file-type')
   const type = await fileTypeFromBuffer(head)
-  if (type) return type.mime
+  if (type) return isActiveContent(type.mime) ? TEXT_TYPE : type.mime
   return isUtf8Text(head, size > head.length) ? TEXT_TYPE : UNKNOWN_TYPE
+}
+
+// HTML, any XML (SVG and XHTML start `<?xml`, which file-type names application/xml), scripts, Flash.
+const ACTIVE = /^(?:text\/(?:html|xml|javascript|ecmascript)|application\/(?:xml|xhtml\+xml|javascript|ecmascript|x-shockwave-flash)|[a-z]+\/[^;\s]+\+xml)$/i
+
+/** Would a browser run or render it as a document? Such uploads are stored and served as text/plain. */
+export function isActiveContent (mediaType: string): boolean {
+  return ACTIVE.test(mediaType.split(';')[0].trim())
 }
 
 // Control characters that plain text does not contain (tab, line feed, form feed, carriage return are fine).

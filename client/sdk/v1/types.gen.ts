@@ -283,7 +283,7 @@ export type LessonList = {
  */
 export type Media = {
     /**
-     * media type sniffed from the bytes (not the client's claim); application/octet-stream when unknown
+     * media type sniffed from the bytes (not the client's claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown
      */
     content_type: string;
     /**

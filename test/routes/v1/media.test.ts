@@ -102,6 +102,47 @@ t.test('the media type is sniffed from the bytes: text, unknown binary, empty fi
   }
 })
 
+t.test('XML, SVG, XHTML and HTML are stored and served as text/plain with nosniff, never as markup', async (t) => {
+  const user = await createUser(app)
+  const svg = '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>\n'
+  const cases: Array<[string, Buffer | string]> = [
+    ['SVG with an XML declaration', svg],
+    ['XHTML', '<?xml version="1.0"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><body onload="alert(1)"/></html>'],
+    ['plain XML', '<?xml version="1.0"?><note>hi</note>'],
+    ['XML in UTF-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<?xml version="1.0"?><svg/>', 'utf16le')])],
+    ['SVG without a declaration', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'],
+    ['HTML', '<html><script>alert(1)</script></html>']
+  ]
+  for (const [name, data] of cases) {
+    const res = await upload(app, user, [file(data, 'image/svg+xml', 'x.svg')])
+    t.equal(res.statusCode, 201, name)
+    const media = json(res)
+    t.equal(media.content_type, 'text/plain', name)
+    const bytes = await app.inject({ method: 'GET', url: `/v1/media/${media.id}` })
+    t.equal(bytes.statusCode, 200, name)
+    t.match(bytes.headers['content-type'], /^text\/plain(;|$)/, name)
+    t.equal(bytes.headers['x-content-type-options'], 'nosniff', name)
+    t.match(bytes.headers['content-security-policy'], /sandbox/, name)
+    t.same(bytes.rawPayload, Buffer.from(data), `${name}: the same bytes`)
+    const asXml = await app.inject({ method: 'GET', url: `/v1/media/${media.id}`, headers: { accept: 'application/xml, image/svg+xml' } })
+    t.equal(asXml.statusCode, 406, `${name}: never negotiated as markup`)
+  }
+  // The other side of the rule: binary types that file-type knows keep their own type.
+  t.equal(json(await upload(app, user, [file(PNG)])).content_type, 'image/png')
+})
+
+t.test('stored media sniffed as XML before the rule are served as text/plain after the migration', async (t) => {
+  const { up } = await import('../../../src/db/migrations/2026_11_23_0200_media_active_content_as_text.js')
+  const user = await createUser(app)
+  const xml = json(await upload(app, user, [file('<?xml version="1.0"?><svg/>')]))
+  const png = json(await upload(app, user, [file(PNG)]))
+  await app.db.updateTable('media').set({ content_type: 'application/xml' }).where('id', '=', xml.id).execute()
+  await up(app.db)
+  const types = Object.fromEntries((await rows(app)).map(r => [r.id, r.content_type]))
+  t.equal(types[xml.id], 'text/plain')
+  t.equal(types[png.id], 'image/png')
+})
+
 t.test('GET /v1/media/{mediaId} picks the representation by Accept', async (t) => {
   const user = await createUser(app)
   const media = json((await upload(app, user, [file(PNG)])))
