@@ -877,7 +877,7 @@ export interface components {
             owner: components["schemas"]["UserSummary"];
             /**
              * Format: date
-             * @description calendar date, YYYY-MM-DD
+             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
              * @example 2026-12-01
              */
             starts_date: string | null;
@@ -897,7 +897,7 @@ export interface components {
             name: string;
             /**
              * Format: date
-             * @description calendar date, YYYY-MM-DD
+             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
              * @example 2026-12-01
              */
             starts_date?: string | null;

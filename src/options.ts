@@ -8,7 +8,7 @@ import { LogController, type FastifyReply, type FastifyRequest, type FastifyServ
 import type { Config } from '../plugins/config.js'
 import { frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens } from '../plugins/security.js'
-import { isLenientDateTime } from './db/time.js'
+import { isCalendarDate, isLenientDateTime } from './db/time.js'
 
 /**
  * The one options factory for production and tests: logging with redaction,
@@ -111,6 +111,8 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<P
   const schemes = config.production ? ['https:'] : ['https:', 'http:']
   ajv.addFormat('media-url', (value: string) => isMediaUrl(value, hosts, schemes))
   ajv.addFormat('lenient-date-time', isLenientDateTime)
+  // The standard `date` without year 0000, which PostgreSQL refuses: the same answer on both databases.
+  ajv.addFormat('date', isCalendarDate)
   return ajv
 }
 

@@ -107,7 +107,7 @@ export type Class = {
     name: string;
     owner: UserSummary;
     /**
-     * calendar date, YYYY-MM-DD
+     * calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
      */
     starts_date: string | null;
     /**
@@ -126,7 +126,7 @@ export type ClassCreate = {
     course_id?: string | null;
     name: string;
     /**
-     * calendar date, YYYY-MM-DD
+     * calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
      */
     starts_date?: string | null;
 };

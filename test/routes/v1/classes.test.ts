@@ -85,6 +85,24 @@ t.test('POST /v1/classes: another creator\'s draft or scheduled course answers e
   t.equal(json(othersPublished).code, 'UserNotOwner')
 })
 
+t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on every database', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const dates = ['0001-01-01', '0004-02-29', '0099-12-31', '0100-01-01', '1999-12-31', '9999-12-31']
+  for (const date of dates) {
+    const cls = await openClass(app, owner, { name: date, starts_date: date })
+    t.equal(cls.starts_date, date, `${date}: the answer`)
+    t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}`, headers: owner.headers })).starts_date, date, `${date}: read back`)
+  }
+  const list = json(await app.inject({ method: 'GET', url: `/v1/classes?owner_id=${owner.id}&sort=starts_date&limit=100`, headers: owner.headers }))
+  t.same(list.classes.map((c: { starts_date: string }) => c.starts_date), dates, 'sorted by their true year')
+  for (const date of ['0000-01-01', '0000-12-31', '0100-02-29', '10000-01-01']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', starts_date: date } })
+    t.equal(res.statusCode, 422, date)
+    t.equal(json(res).errors?.[0]?.field, '/starts_date', date)
+  }
+})
+
 t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned users', async (t) => {
   const app = await build(t)
   const user = await createUser(app)
