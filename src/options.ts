@@ -6,7 +6,7 @@ import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
-import { frameworkErrors, problemOf } from '../plugins/problems.js'
+import { clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens } from '../plugins/security.js'
 import { isCalendarDate, isLenientDateTime } from './db/time.js'
 
@@ -48,6 +48,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
+    clientErrorHandler: clientErrors(config.PROBLEM_BASE_URI),
     schemaController: {
       compilersFactory: {
         buildValidator: validatorFactory(config) as never,
