@@ -60,6 +60,22 @@ export default fp(async (fastify) => {
 }, { name: 'problems', dependencies: ['config'] })
 
 const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
+const abandoned = new WeakSet<FastifyRequest>()
+
+/**
+ * Logs, once and at info, a request whose client closed the connection before the answer:
+ * nothing failed on our side, so no stack and no error level. Its request line is not written.
+ */
+export function logClientAbort (request: FastifyRequest): void {
+  if (abandoned.has(request)) return
+  abandoned.add(request)
+  request.log.info({ req: request }, 'request aborted by the client')
+}
+
+/** Was the request logged as abandoned by its client (so its request line is not written again)? */
+export function clientAborted (request: FastifyRequest): boolean {
+  return abandoned.has(request)
+}
 
 /** The problem a request was answered with through the error handler, for its log line. */
 export function problemOf (request: FastifyRequest) {
@@ -178,6 +194,9 @@ export function clientErrors (baseUri: string): NonNullable<FastifyServerOptions
   return function (this: FastifyInstance, err, socket) {
     // A reset connection has no one to answer.
     if (err.code === 'ECONNRESET' || socket.destroyed) return
+    // The client closed its side mid-request (an aborted upload): no one to answer, and the
+    // request in progress ends through its own stream error.
+    if (err.code === 'HPE_INVALID_EOF_STATE') { socket.destroy(); return }
     const error = err.code === 'HPE_HEADER_OVERFLOW'
       ? new AppError('HeadersTooLarge', 'the request headers are over the size limit')
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'

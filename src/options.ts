@@ -6,7 +6,7 @@ import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
-import { clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
+import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens } from '../plugins/security.js'
 import { isCalendarDate, isLenientDateTime } from './db/time.js'
 
@@ -90,6 +90,8 @@ class OneLinePerRequest extends LogController {
   }
 
   requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // An abandoned request was logged when its client left (plugins/problems.ts logClientAbort).
+    if (clientAborted(request)) return
     // A problem answer adds its code to the same line (and a 5xx its error, at level error).
     const problem = problemOf(request)
     if (error || problem?.err) reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')

@@ -397,6 +397,38 @@ t.test('FormData from fetch (undici) is accepted with its own boundary', async (
   t.equal(media.content_type, 'image/png')
 })
 
+t.test('a client that aborts mid-upload is logged once at info without a stack, never as a server error; nothing is kept', async (t) => {
+  const logs: string[] = []
+  const logged = await build(t, { logs, logLevel: 'info' })
+  await logged.listen({ port: 0, host: '127.0.0.1' })
+  const loggedPort = (logged.server.address() as AddressInfo).port
+  const user = await createUser(logged)
+  const before = await snapshot(logged)
+  const req = http.request({ port: loggedPort, host: '127.0.0.1', method: 'POST', path: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } })
+  req.on('error', () => {}) // the socket is destroyed on purpose
+  req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`)
+  for (const chunk of generated(4 * MiB)) req.write(chunk)
+  while (!(await storedFiles(logged)).some(name => name.endsWith('.tmp'))) await sleep(10)
+  req.destroy()
+  while ((await storedFiles(logged)).some(name => name.endsWith('.tmp'))) await sleep(10)
+  const lines = () => logs.map(l => JSON.parse(l) as Record<string, any>).filter(l => l.reqId !== undefined)
+  // The abort line is written when the server notices the close: wait for it, at most 10 s.
+  for (let waited = 0; waited < 10_000 && !lines().some(l => l.msg === 'request aborted by the client'); waited += 20) await sleep(20)
+  // Give a late request line (the old 503) time to show up, then judge every line of the request.
+  await logged.inject({ method: 'GET', url: '/health' })
+  await sleep(200)
+  const upload = lines().filter(l => l.req?.url === '/v1/media' || lines().some(o => o.reqId === l.reqId && o.req?.url === '/v1/media'))
+  const ends = upload.filter(l => l.level >= 30)
+  t.equal(ends.length, 1, 'one line at info or above')
+  t.equal(ends[0].level, 30, 'at info')
+  t.equal(ends[0].msg, 'request aborted by the client')
+  t.notOk(JSON.stringify(ends[0]).includes('stack'), 'no stack')
+  t.notOk(logs.some(l => (JSON.parse(l) as { level: number }).level >= 50), 'nothing at error level')
+  const metrics = (await logged.inject({ method: 'GET', url: '/metrics' })).body
+  t.notMatch(metrics, /http_request_duration_seconds_count\{[^}]*route="\/v1\/media"[^}]*status_code="5\d\d"/, 'no 5xx recorded for the upload')
+  t.same(await snapshot(logged), before, 'no file (temporary or not) and no row')
+})
+
 t.test('a client that disconnects mid-upload leaves no file and no row', async (t) => {
   const user = await createUser(app)
   const port = await listen()
