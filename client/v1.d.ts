@@ -139,7 +139,7 @@ export interface paths {
         put?: never;
         /**
          * Open a class, optionally for one of your courses (creators)
-         * @description Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's course is 403, an article 422). The caller owns the class.
+         * @description Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's published course is 403; an article, a missing course or another creator's draft or scheduled course 422, alike). The caller owns the class.
          */
         post: operations["createClass"];
         delete?: never;
@@ -917,7 +917,7 @@ export interface components {
             owner: components["schemas"]["UserSummary"];
             /**
              * Format: date
-             * @description calendar date, YYYY-MM-DD
+             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
              * @example 2026-12-01
              */
             starts_date: string | null;
@@ -937,7 +937,7 @@ export interface components {
             name: string;
             /**
              * Format: date
-             * @description calendar date, YYYY-MM-DD
+             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
              * @example 2026-12-01
              */
             starts_date?: string | null;
@@ -1091,7 +1091,7 @@ export interface components {
         /** Media */
         Media: {
             /**
-             * @description media type sniffed from the bytes (not the client's claim); application/octet-stream when unknown
+             * @description media type sniffed from the bytes (not the client's claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown
              * @example image/png
              */
             content_type: string;
@@ -5206,7 +5206,6 @@ export interface operations {
                     "application/x-nintendo-nes-rom": string;
                     "application/x-rar-compressed": string;
                     "application/x-rpm": string;
-                    "application/x-shockwave-flash": string;
                     "application/x-spss-sav": string;
                     "application/x-sqlite3": string;
                     "application/x-tar": string;
@@ -5216,7 +5215,6 @@ export interface operations {
                     "application/x.apple.alias": string;
                     "application/x.autodesk.fbx": string;
                     "application/x.ms.shortcut": string;
-                    "application/xml": string;
                     "application/zip": string;
                     "application/zstd": string;
                     "audio/aac": string;
@@ -5397,7 +5395,6 @@ export interface operations {
                     "application/x-nintendo-nes-rom": string;
                     "application/x-rar-compressed": string;
                     "application/x-rpm": string;
-                    "application/x-shockwave-flash": string;
                     "application/x-spss-sav": string;
                     "application/x-sqlite3": string;
                     "application/x-tar": string;
@@ -5407,7 +5404,6 @@ export interface operations {
                     "application/x.apple.alias": string;
                     "application/x.autodesk.fbx": string;
                     "application/x.ms.shortcut": string;
-                    "application/xml": string;
                     "application/zip": string;
                     "application/zstd": string;
                     "audio/aac": string;

@@ -2,6 +2,7 @@ import multipart, { type Multipart, type MultipartFile } from '@fastify/multipar
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
+import { logClientAbort } from './problems.js'
 
 // Parser limits (busboy's) the multipart errors turn into 413; the form takes one file and nothing else.
 const TOO_LARGE = new Set(['FST_REQ_FILE_TOO_LARGE', 'FST_PARTS_LIMIT', 'FST_FIELDS_LIMIT'])
@@ -23,6 +24,8 @@ export default fp(async (fastify) => {
       headerPairs: 20
     }
   })
+  // A client that leaves mid-upload: one info line, no stack; storage removes the partial file.
+  fastify.addHook('onRequestAbort', (request, done) => { logClientAbort(request); done() })
   // A request refused before its body was read (too large, wrong shape) closes the connection,
   // so the client stops sending instead of the server reading the rest for nothing.
   fastify.addHook('onSend', async (request, reply, payload) => {
@@ -54,6 +57,11 @@ export async function receiveFile<T> (request: FastifyRequest, field: string,
     }
   } catch (err) {
     if (stored !== undefined) await discard(stored.value)
+    if (clientLeft(request, err)) {
+      logClientAbort(request)
+      // A 4xx, never the 503 of a lost database connection (ECONNRESET): the client is the one gone.
+      throw new AppError('MalformedBody', 'the client closed the connection before the upload ended')
+    }
     throw clientError(err, field)
   }
   if (stored === undefined) {
@@ -62,6 +70,11 @@ export async function receiveFile<T> (request: FastifyRequest, field: string,
     })
   }
   return stored.value
+}
+
+/** Did the upload fail because the client closed the connection (not because of what it sent)? */
+function clientLeft (request: FastifyRequest, err: unknown): boolean {
+  return request.raw.aborted || (err as { code?: string }).code === 'ECONNRESET' || (request.raw.destroyed && !request.raw.complete)
 }
 
 function notMultipart (): AppError {

@@ -1,6 +1,7 @@
+import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
-import type { FastifyError, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, RouteOptions } from 'fastify'
 import type { HTTPMethod } from 'find-my-way'
 import { errorResponses, problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
 import { AppError } from '../src/domain/errors.js'
@@ -59,6 +60,22 @@ export default fp(async (fastify) => {
 }, { name: 'problems', dependencies: ['config'] })
 
 const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
+const abandoned = new WeakSet<FastifyRequest>()
+
+/**
+ * Logs, once and at info, a request whose client closed the connection before the answer:
+ * nothing failed on our side, so no stack and no error level. Its request line is not written.
+ */
+export function logClientAbort (request: FastifyRequest): void {
+  if (abandoned.has(request)) return
+  abandoned.add(request)
+  request.log.info({ req: request }, 'request aborted by the client')
+}
+
+/** Was the request logged as abandoned by its client (so its request line is not written again)? */
+export function clientAborted (request: FastifyRequest): boolean {
+  return abandoned.has(request)
+}
 
 /** The problem a request was answered with through the error handler, for its log line. */
 export function problemOf (request: FastifyRequest) {
@@ -166,6 +183,38 @@ export function frameworkErrors (baseUri: string) {
     })
     return reply.code(error.status).type('application/problem+json').send(problemBody(baseUri, error, request.url))
   }
+}
+
+/**
+ * Requests Node refuses before Fastify sees them (Fastify `clientErrorHandler`): a request line or
+ * headers that do not parse (400), headers over the size limit (431), a request too slow (408).
+ * Answered as problem+json like every other error, then the connection is closed.
+ */
+export function clientErrors (baseUri: string): NonNullable<FastifyServerOptions['clientErrorHandler']> {
+  return function (this: FastifyInstance, err, socket) {
+    // A reset connection has no one to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed) return
+    // The client closed its side mid-request (an aborted upload): no one to answer, and the
+    // request in progress ends through its own stream error.
+    if (err.code === 'HPE_INVALID_EOF_STATE') { socket.destroy(); return }
+    const error = err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('HeadersTooLarge', 'the request headers are over the size limit')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('RequestTimeout', 'the request did not arrive in time')
+        : new AppError('MalformedRequest', 'the request is not well-formed HTTP')
+    this.log.debug({ err: { code: err.code, message: err.message }, problem: error.code }, 'client error')
+    if (!socket.writable) { socket.destroy(); return }
+    const body = JSON.stringify(problemBody(baseUri, error, requestPath(err.rawPacket as unknown)))
+    socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+  }
+}
+
+/** The path of the request line when there is one to read, for `instance`; else `/`. */
+function requestPath (raw: unknown): string {
+  const line = Buffer.isBuffer(raw) ? raw.subarray(0, 2048).toString('latin1').split('\r\n', 1)[0] : ''
+  const target = /^[A-Z]+ (\/[\x21-\x7e]*) HTTP\/\d\.\d$/.exec(line)?.[1]
+  return target ?? '/'
 }
 
 function kebab (code: string) {

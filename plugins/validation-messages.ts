@@ -13,9 +13,9 @@ const FORMATS: Record<string, string> = {
   email: 'must be an e-mail address such as ada@example.com',
   uri: 'must be an absolute URL such as https://example.com/page',
   url: 'must be an absolute URL such as https://example.com/page',
-  date: 'must be a calendar date written YYYY-MM-DD, such as 2026-12-01',
+  date: 'must be a calendar date written YYYY-MM-DD, from 0001-01-01 to 9999-12-31, such as 2026-12-01',
   'date-time': 'must be an RFC 3339 date-time such as 2026-11-21T09:30:00Z',
-  'lenient-date-time': 'must be a date-time such as 2026-11-21T09:30:00Z (RFC 3339; +hhmm offsets allowed; no zone means UTC)',
+  'lenient-date-time': 'must be a date-time such as 2026-11-21T09:30:00Z (RFC 3339; +hhmm offsets allowed; no zone means UTC), from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z',
   'media-url': HOST_RULE
 }
 

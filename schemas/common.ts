@@ -19,11 +19,11 @@ export const DateTime = Type.String({
 /** Input date-time: any RFC 3339 date-time; +hhmm offsets too; no zone means UTC. */
 export const DateTimeInput = Type.String({
   format: 'lenient-date-time',
-  description: 'RFC 3339 date-time; offsets Z, +hh:mm or +hhmm; no zone means UTC; the fraction is dropped',
+  description: 'RFC 3339 date-time; offsets Z, +hh:mm or +hhmm; no zone means UTC; the fraction is dropped; from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC',
   examples: ['2026-11-21T09:30:00Z']
 })
 
-export const DateOnly = Type.String({ format: 'date', description: 'calendar date, YYYY-MM-DD', examples: ['2026-12-01'] })
+export const DateOnly = Type.String({ format: 'date', description: 'calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31', examples: ['2026-12-01'] })
 
 /** A URL that must point to one of ALLOWED_MEDIA_HOSTS (so a post or avatar never points to a host Roja does not trust). */
 export const MediaUrl = Type.String({

@@ -5,7 +5,7 @@ import { DateTime, MediaUrl, Params, Uuid } from './common.js'
 export const Media = Type.Object({
   id: Uuid,
   url: { ...MediaUrl, description: 'where the file is served: MEDIA_PUBLIC_URL/v1/media/{id}, never with a file extension' },
-  content_type: Type.String({ description: 'media type sniffed from the bytes (not the client\'s claim); application/octet-stream when unknown', examples: ['image/png'] }),
+  content_type: Type.String({ description: 'media type sniffed from the bytes (not the client\'s claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown', examples: ['image/png'] }),
   size: Type.Integer({ minimum: 0, description: 'bytes' }),
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the bytes, lower-case hex' }),
   created_at: DateTime
@@ -16,8 +16,9 @@ export const MediaParams = Params({ mediaId: Uuid })
 
 /**
  * Every media type the bytes of a file can be served as: what the upload sniffer (file-type)
- * recognises, else text/plain or application/octet-stream. Never application/json,
- * which names the metadata. A test keeps the list equal to file-type's.
+ * recognises, else text/plain or application/octet-stream. Never application/json, which names
+ * the metadata, nor a type a browser would run (XML, Flash: those are text/plain).
+ * A test keeps the list equal to file-type's.
  */
 export const MEDIA_BYTE_TYPES = [
   'application/avro', 'application/dicom', 'application/eps', 'application/epub+zip', 'application/gzip',
@@ -51,10 +52,10 @@ export const MEDIA_BYTE_TYPES = [
   'application/x-indesign', 'application/x-jmp-data', 'application/x-lz4', 'application/x-lzh-compressed',
   'application/x-lzip', 'application/x-mach-binary', 'application/x-mie', 'application/x-mobipocket-ebook',
   'application/x-ms-regedit', 'application/x-msdownload', 'application/x-nintendo-nes-rom',
-  'application/x-rar-compressed', 'application/x-rpm', 'application/x-shockwave-flash', 'application/x-spss-sav',
+  'application/x-rar-compressed', 'application/x-rpm', 'application/x-spss-sav',
   'application/x-sqlite3', 'application/x-tar', 'application/x-unix-archive', 'application/x-xpinstall',
   'application/x-xz', 'application/x.apple.alias', 'application/x.autodesk.fbx', 'application/x.ms.shortcut',
-  'application/xml', 'application/zip', 'application/zstd', 'audio/aac', 'audio/aiff', 'audio/amr', 'audio/ape',
+  'application/zip', 'application/zstd', 'audio/aac', 'audio/aiff', 'audio/amr', 'audio/ape',
   'audio/flac', 'audio/midi', 'audio/mp4', 'audio/mpeg', 'audio/ogg', 'audio/ogg; codecs=opus', 'audio/qcelp',
   'audio/vnd.dolby.dd-raw', 'audio/wav', 'audio/wavpack', 'audio/x-dsf', 'audio/x-it', 'audio/x-m4a',
   'audio/x-ms-asf', 'audio/x-musepack', 'audio/x-s3m', 'audio/x-voc', 'audio/x-xm', 'font/collection', 'font/otf',

@@ -6,9 +6,9 @@ import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
-import { frameworkErrors, problemOf } from '../plugins/problems.js'
+import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens, trustFunction } from '../plugins/security.js'
-import { isLenientDateTime } from './db/time.js'
+import { isCalendarDate, isLenientDateTime } from './db/time.js'
 
 /**
  * The one options factory for production and tests: logging with redaction,
@@ -52,6 +52,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
+    clientErrorHandler: clientErrors(config.PROBLEM_BASE_URI),
     schemaController: {
       compilersFactory: {
         buildValidator: validatorFactory(config) as never,
@@ -93,6 +94,8 @@ class OneLinePerRequest extends LogController {
   }
 
   requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // An abandoned request was logged when its client left (plugins/problems.ts logClientAbort).
+    if (clientAborted(request)) return
     // A problem answer adds its code to the same line (and a 5xx its error, at level error).
     const problem = problemOf(request)
     if (error || problem?.err) reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
@@ -115,6 +118,8 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<P
   const schemes = config.production ? ['https:'] : ['https:', 'http:']
   ajv.addFormat('media-url', (value: string) => isMediaUrl(value, hosts, schemes))
   ajv.addFormat('lenient-date-time', isLenientDateTime)
+  // The standard `date` without year 0000, which PostgreSQL refuses: the same answer on both databases.
+  ajv.addFormat('date', isCalendarDate)
   return ajv
 }
 

@@ -196,3 +196,9 @@ t.test('compiledOnce refuses a query that does not use a placeholder as a value'
   const lower = compiledOnce((d: Db, name: string) => d.selectFrom('user').select('id').where('username', 'like', `${name}%`))
   await t.rejects(lower(db, 'X'), /placeholder .* is not a value of the query/)
 })
+
+t.test('the date format takes years 0001 to 9999 and real days only', async (t) => {
+  const validate = createAjv({ allowedMediaHosts: [] }).compile({ type: 'string', format: 'date' })
+  for (const ok of ['0001-01-01', '0004-02-29', '0099-12-31', '0100-01-01', '1999-12-31', '2000-02-29', '9999-12-31']) t.ok(validate(ok), ok)
+  for (const bad of ['0000-01-01', '0000-12-31', '0100-02-29', '1900-02-29', '2026-02-30', '2026-13-01', '2026-00-10', '10000-01-01', '2026-1-01', '2026-12-01T00:00:00Z']) t.notOk(validate(bad), bad)
+})

@@ -7,6 +7,7 @@ import * as dataVersion from './migrations/2026_11_21_0004_data_version.js'
 import * as postCounterSlots from './migrations/2026_11_23_0001_post_counter_slots.js'
 import * as tokenGeneration from './migrations/2026_11_23_0100_token_generation.js'
 import * as emailVerifiedAt from './migrations/2026_11_23_0200_email_verified_at.js'
+import * as mediaActiveContentAsText from './migrations/2026_11_23_0300_media_active_content_as_text.js'
 
 /** Every migration, by its date_slug name. A static list works the same from src/ (tsx) and dist/. */
 export const migrations: Record<string, Migration> = {
@@ -16,7 +17,8 @@ export const migrations: Record<string, Migration> = {
   '2026_11_21_0004_data_version': dataVersion,
   '2026_11_23_0001_post_counter_slots': postCounterSlots,
   '2026_11_23_0100_token_generation': tokenGeneration,
-  '2026_11_23_0200_email_verified_at': emailVerifiedAt
+  '2026_11_23_0200_email_verified_at': emailVerifiedAt,
+  '2026_11_23_0300_media_active_content_as_text': mediaActiveContentAsText
 }
 
 /** A migration that ran and failed (as opposed to a database that could not be reached). */

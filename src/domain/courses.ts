@@ -6,7 +6,7 @@ import { isPostgres, type Db } from '../db/dialect.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { fetchPage, parseSort, type Page } from './list.js'
-import { getPost } from './posts.js'
+import { getPost, isVisible } from './posts.js'
 
 /**
  * Courses are posts of type COURSE and follow the posts' visibility rule (a draft is seen by its
@@ -53,10 +53,11 @@ export async function getCourse (db: Db, courseId: string, viewerId: string | un
 /**
  * For a class tied to a course: it must be a COURSE post (else 422 on the body field) of the
  * caller (else 403 UserNotOwner). Drafts count: a class may be planned before the course is out.
+ * Another creator's draft or scheduled course gets the 422 of a missing one, so it does not leak.
  */
 export async function assertOwnCourse (db: Db, courseId: string, userId: string): Promise<void> {
-  const post = await db.selectFrom('post').select(['creator_id', 'type']).where('id', '=', courseId).executeTakeFirst()
-  if (!post || post.type !== 'COURSE') {
+  const post = await db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId).executeTakeFirst()
+  if (!post || post.type !== 'COURSE' || !isVisible(post, userId)) {
     throw new AppError('ValidationFailed', `no course with id ${courseId}`, {
       errors: [{ in: 'body', field: '/course_id', rule: 'course', message: 'must be the id of a course' }]
     })

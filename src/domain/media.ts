@@ -50,14 +50,23 @@ export async function storeUpload (storage: MediaStorage, file: Readable): Promi
 /**
  * The media type from the bytes, never from the client's claim: a known binary signature
  * (file-type), else text/plain when the first 4 KiB are UTF-8 text, else application/octet-stream.
+ * Types a browser would run (markup, script) are text/plain whatever file-type says.
  */
 export async function sniff (head: Buffer, size: number): Promise<string> {
   if (head.length === 0) return UNKNOWN_TYPE
   // file-type is loaded on the first upload: its signature tables are a sizeable part of idle memory
   const { fileTypeFromBuffer } = await import('file-type')
   const type = await fileTypeFromBuffer(head)
-  if (type) return type.mime
+  if (type) return isActiveContent(type.mime) ? TEXT_TYPE : type.mime
   return isUtf8Text(head, size > head.length) ? TEXT_TYPE : UNKNOWN_TYPE
+}
+
+// HTML, any XML (SVG and XHTML start `<?xml`, which file-type names application/xml), scripts, Flash.
+const ACTIVE = /^(?:text\/(?:html|xml|javascript|ecmascript)|application\/(?:xml|xhtml\+xml|javascript|ecmascript|x-shockwave-flash)|[a-z]+\/[^;\s]+\+xml)$/i
+
+/** Would a browser run or render it as a document? Such uploads are stored and served as text/plain. */
+export function isActiveContent (mediaType: string): boolean {
+  return ACTIVE.test(mediaType.split(';')[0].trim())
 }
 
 // Control characters that plain text does not contain (tab, line feed, form feed, carriage return are fine).
@@ -119,15 +128,36 @@ export function bytesEtag (row: MediaRow): string {
 /**
  * The byte range to send for a `Range` header (RFC 9110 §14): null means the whole file.
  * Only one range is served; several ranges, a malformed header or an `If-Range` that names
- * another ETag get the whole file, which the RFC allows. A range wholly past the end is 416.
+ * another ETag get the whole file, which the RFC allows. A range wholly past the end is 416;
+ * a suffix longer than the file (`bytes=-999999`) is the whole file, as a 206.
  */
 export function pickRange (size: number, header: string | undefined, ifRange: string | undefined, etag: string): ByteRange | null {
   if (header === undefined) return null
   if (ifRange !== undefined && ifRange.trim() !== etag) return null
-  const ranges = parseRange(size, header, { combine: true })
+  const { clamped, suffix } = clampSuffixes(size, header)
+  // An empty file has no bytes for a suffix to name; RFC 9110 counts it satisfiable: the whole (empty) file.
+  if (suffix && size === 0) return null
+  const ranges = parseRange(size, clamped, { combine: true })
   if (ranges === -1) {
     throw new AppError('RangeNotSatisfiable', `the file has ${size} bytes`, { headers: { 'content-range': `bytes */${size}` } })
   }
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return null
   return ranges[0]
+}
+
+/**
+ * RFC 9110 §14.1.2: a suffix-range longer than the file selects all of it. range-parser calls
+ * it unsatisfiable (its start goes negative), so such suffixes are cut to the file's size first.
+ */
+function clampSuffixes (size: number, header: string): { clamped: string, suffix: boolean } {
+  const eq = header.indexOf('=')
+  if (eq === -1) return { clamped: header, suffix: false }
+  let suffix = false
+  const specs = header.slice(eq + 1).split(',').map(spec => {
+    const m = /^\s*-\s*(\d+)\s*$/.exec(spec)
+    if (!m || /^0+$/.test(m[1])) return spec
+    suffix = true
+    return Number(m[1]) > size ? `-${size}` : spec
+  })
+  return { clamped: `${header.slice(0, eq + 1)}${specs.join(',')}`, suffix }
 }

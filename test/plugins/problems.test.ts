@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
@@ -193,4 +194,48 @@ t.test('the real app answers unknown routes 404 and wrong methods 405, CORS pref
   t.equal(json(wrong).code, 'MethodNotAllowed')
   t.match(wrong.headers.allow, /\bGET\b/)
   t.notMatch(wrong.headers.allow, /DELETE/)
+})
+
+/** Sends raw bytes on a new connection and reads everything until the server closes it. */
+function rawExchange (port: number, bytes: string): Promise<{ status: number, headers: Record<string, string>, body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port, host: '127.0.0.1' })
+    const chunks: Buffer[] = []
+    socket.on('data', chunk => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8')
+      const [head, ...rest] = text.split('\r\n\r\n')
+      const [statusLine, ...lines] = head.split('\r\n')
+      const headers = Object.fromEntries(lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') })
+    })
+    socket.write(bytes)
+  })
+}
+
+t.test('HTTP that Node refuses before any route (bad request line, headers too large) is problem+json, then the connection closes', async (t) => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as AddressInfo).port
+  const base = app.config.PROBLEM_BASE_URI.replace(/\/+$/, '')
+  const cases: Array<[string, string, number, string, string]> = [
+    ['a garbage request line', 'GARBAGE\r\n\r\n', 400, 'MalformedRequest', '/'],
+    ['an unknown HTTP version', 'GET /v1/posts HTTP/9.x\r\nHost: x\r\n\r\n', 400, 'MalformedRequest', '/'],
+    ['a header without a colon', 'GET /v1/posts HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400, 'MalformedRequest', '/v1/posts'],
+    ['headers over the limit', `GET /v1/posts?limit=5 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`, 431, 'HeadersTooLarge', '/v1/posts']
+  ]
+  for (const [name, bytes, status, code, instance] of cases) {
+    const res = await rawExchange(port, bytes)
+    t.equal(res.status, status, name)
+    t.equal(res.headers['content-type'], 'application/problem+json', name)
+    t.equal(res.headers.connection, 'close', name)
+    t.equal(Number(res.headers['content-length']), Buffer.byteLength(res.body), name)
+    const body = JSON.parse(res.body)
+    t.same(body, { type: `${base}/${code.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase()}`, title: body.title, status, detail: body.detail, instance, code }, name)
+    t.ok(body.title && body.detail, `${name}: a title and a detail`)
+  }
+  // The other side: headers just under the limit are an ordinary request.
+  const fits = await rawExchange(port, `GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: ${'a'.repeat(15 * 1024)}\r\n\r\n`)
+  t.equal(fits.status, 200, 'headers under the limit are served')
 })

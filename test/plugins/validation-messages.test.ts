@@ -63,7 +63,7 @@ t.test('every rule keyword has words of its own', async (t) => {
     ['uniqueItems', { i: 3, j: 1 }, 'must not repeat a value (items 1 and 3 are the same)'],
     ['format', { format: 'email' }, 'must be an e-mail address such as ada@example.com'],
     ['format', { format: 'media-url' }, 'files are to be uploaded only to internal services'],
-    ['format', { format: 'date' }, 'must be a calendar date written YYYY-MM-DD, such as 2026-12-01'],
+    ['format', { format: 'date' }, 'must be a calendar date written YYYY-MM-DD, from 0001-01-01 to 9999-12-31, such as 2026-12-01'],
     ['anyOf', {}, 'must match one of the allowed forms']
   ]
   for (const [keyword, params, message] of cases) t.equal(validationMessage({ keyword, params }), message, `${keyword} ${JSON.stringify(params)}`)

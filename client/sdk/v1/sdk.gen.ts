@@ -99,7 +99,7 @@ export const listClasses = <ThrowOnError extends boolean = false>(options?: Opti
 /**
  * Open a class, optionally for one of your courses (creators)
  *
- * Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's course is 403, an article 422). The caller owns the class.
+ * Active creators: opens a class, optionally for one of the caller's own COURSE posts (another creator's published course is 403; an article, a missing course or another creator's draft or scheduled course 422, alike). The caller owns the class.
  */
 export const createClass = <ThrowOnError extends boolean = false>(options: Options<CreateClassData, ThrowOnError>) => (options.client ?? client).post<CreateClassResponses, CreateClassErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

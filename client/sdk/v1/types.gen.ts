@@ -107,7 +107,7 @@ export type Class = {
     name: string;
     owner: UserSummary;
     /**
-     * calendar date, YYYY-MM-DD
+     * calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
      */
     starts_date: string | null;
     /**
@@ -126,7 +126,7 @@ export type ClassCreate = {
     course_id?: string | null;
     name: string;
     /**
-     * calendar date, YYYY-MM-DD
+     * calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
      */
     starts_date?: string | null;
 };
@@ -293,7 +293,7 @@ export type LessonList = {
  */
 export type Media = {
     /**
-     * media type sniffed from the bytes (not the client's claim); application/octet-stream when unknown
+     * media type sniffed from the bytes (not the client's claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown
      */
     content_type: string;
     /**

@@ -5,12 +5,12 @@ import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
 import { writeTimeIso } from '../../../src/db/time.js'
 
-async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE') {
+async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE', publishedAt?: string | null) {
   const id = randomUUID()
   const now = writeTimeIso()
   await app.db.insertInto('post').values({
     id, creator_id: creator.id, type, slug: `s-${id}`, title: 'T', body: '', tags: '[]', media_url: null,
-    published_at: now, created_at: now, updated_at: now, sort_at: now
+    published_at: publishedAt === undefined ? now : publishedAt, created_at: now, updated_at: now, sort_at: now
   }).execute()
   return id
 }
@@ -53,6 +53,53 @@ t.test('POST /v1/classes: a creator opens a class, optionally for one of their c
   t.equal(json(othersCourse).code, 'UserNotOwner')
   for (const payload of [{}, { name: '' }, { name: 'x', starts_date: '2026-13-01' }, { name: 'x', starts_date: '2026-12-01T00:00:00Z' }, { name: 'x', course_id: 'nope' }, { name: 'x', extra: 1 }]) {
     t.equal((await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
+  }
+})
+
+t.test('POST /v1/classes: another creator\'s draft or scheduled course answers exactly as a missing one', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const later = new Date(Date.now() + 86_400_000).toISOString()
+  const draft = await insertPost(app, owner, 'COURSE', null)
+  const scheduled = await insertPost(app, owner, 'COURSE', later)
+  const published = await insertPost(app, owner, 'COURSE')
+  const post = (user: TestUser, courseId: string) =>
+    app.inject({ method: 'POST', url: '/v1/classes', headers: user.headers, payload: { name: 'x', course_id: courseId } })
+
+  // The owner may plan a class for a course that is not out yet.
+  for (const id of [draft, scheduled, published]) t.equal((await post(owner, id)).statusCode, 201)
+
+  const missingId = randomUUID()
+  const missing = await post(other, missingId)
+  t.equal(missing.statusCode, 422)
+  for (const [name, id] of [['draft', draft], ['scheduled', scheduled]]) {
+    const res = await post(other, id)
+    t.equal(res.statusCode, missing.statusCode, name)
+    t.same(res.headers['content-type'], missing.headers['content-type'], name)
+    t.same(json(res), JSON.parse(missing.body.replaceAll(missingId, id)), `${name}: the body of a missing course`)
+  }
+  // A published course is public anyway: naming it says only that it is not yours.
+  const othersPublished = await post(other, published)
+  t.equal(othersPublished.statusCode, 403)
+  t.equal(json(othersPublished).code, 'UserNotOwner')
+})
+
+t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on every database', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const dates = ['0001-01-01', '0004-02-29', '0099-12-31', '0100-01-01', '1999-12-31', '9999-12-31']
+  for (const date of dates) {
+    const cls = await openClass(app, owner, { name: date, starts_date: date })
+    t.equal(cls.starts_date, date, `${date}: the answer`)
+    t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}`, headers: owner.headers })).starts_date, date, `${date}: read back`)
+  }
+  const list = json(await app.inject({ method: 'GET', url: `/v1/classes?owner_id=${owner.id}&sort=starts_date&limit=100`, headers: owner.headers }))
+  t.same(list.classes.map((c: { starts_date: string }) => c.starts_date), dates, 'sorted by their true year')
+  for (const date of ['0000-01-01', '0000-12-31', '0100-02-29', '10000-01-01']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', starts_date: date } })
+    t.equal(res.statusCode, 422, date)
+    t.equal(json(res).errors?.[0]?.field, '/starts_date', date)
   }
 })
 

@@ -102,6 +102,47 @@ t.test('the media type is sniffed from the bytes: text, unknown binary, empty fi
   }
 })
 
+t.test('XML, SVG, XHTML and HTML are stored and served as text/plain with nosniff, never as markup', async (t) => {
+  const user = await createUser(app)
+  const svg = '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>\n'
+  const cases: Array<[string, Buffer | string]> = [
+    ['SVG with an XML declaration', svg],
+    ['XHTML', '<?xml version="1.0"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><body onload="alert(1)"/></html>'],
+    ['plain XML', '<?xml version="1.0"?><note>hi</note>'],
+    ['XML in UTF-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<?xml version="1.0"?><svg/>', 'utf16le')])],
+    ['SVG without a declaration', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'],
+    ['HTML', '<html><script>alert(1)</script></html>']
+  ]
+  for (const [name, data] of cases) {
+    const res = await upload(app, user, [file(data, 'image/svg+xml', 'x.svg')])
+    t.equal(res.statusCode, 201, name)
+    const media = json(res)
+    t.equal(media.content_type, 'text/plain', name)
+    const bytes = await app.inject({ method: 'GET', url: `/v1/media/${media.id}` })
+    t.equal(bytes.statusCode, 200, name)
+    t.match(bytes.headers['content-type'], /^text\/plain(;|$)/, name)
+    t.equal(bytes.headers['x-content-type-options'], 'nosniff', name)
+    t.match(bytes.headers['content-security-policy'], /sandbox/, name)
+    t.same(bytes.rawPayload, Buffer.from(data), `${name}: the same bytes`)
+    const asXml = await app.inject({ method: 'GET', url: `/v1/media/${media.id}`, headers: { accept: 'application/xml, image/svg+xml' } })
+    t.equal(asXml.statusCode, 406, `${name}: never negotiated as markup`)
+  }
+  // The other side of the rule: binary types that file-type knows keep their own type.
+  t.equal(json(await upload(app, user, [file(PNG)])).content_type, 'image/png')
+})
+
+t.test('stored media sniffed as XML before the rule are served as text/plain after the migration', async (t) => {
+  const { up } = await import('../../../src/db/migrations/2026_11_23_0300_media_active_content_as_text.js')
+  const user = await createUser(app)
+  const xml = json(await upload(app, user, [file('<?xml version="1.0"?><svg/>')]))
+  const png = json(await upload(app, user, [file(PNG)]))
+  await app.db.updateTable('media').set({ content_type: 'application/xml' }).where('id', '=', xml.id).execute()
+  await up(app.db)
+  const types = Object.fromEntries((await rows(app)).map(r => [r.id, r.content_type]))
+  t.equal(types[xml.id], 'text/plain')
+  t.equal(types[png.id], 'image/png')
+})
+
 t.test('GET /v1/media/{mediaId} picks the representation by Accept', async (t) => {
   const user = await createUser(app)
   const media = json((await upload(app, user, [file(PNG)])))
@@ -187,6 +228,22 @@ t.test('Range requests get 206 with Content-Range; an unsatisfiable range 416', 
     t.equal(res.headers['content-range'], 'bytes */20')
     t.equal(json(res).code, 'RangeNotSatisfiable')
   }
+
+  // RFC 9110 §14.1.2: a suffix longer than the file means the whole file; a zero-length suffix names nothing.
+  for (const range of ['bytes=-19', 'bytes=-20', 'bytes=-21', 'bytes=-999999999999', 'bytes=-99999999999999999999999']) {
+    const res = await get(range)
+    const start = range === 'bytes=-19' ? 1 : 0
+    t.equal(res.statusCode, 206, range)
+    t.equal(res.headers['content-range'], `bytes ${start}-19/20`, range)
+    t.equal(res.body, data.subarray(start).toString(), range)
+  }
+  const zero = await get('bytes=-0')
+  t.equal(zero.statusCode, 416, 'bytes=-0')
+  t.equal(zero.headers['content-range'], 'bytes */20')
+  const empty = json(await upload(app, user, [file('')]))
+  const emptySuffix = await app.inject({ method: 'GET', url: `/v1/media/${empty.id}`, headers: { range: 'bytes=-1' } })
+  t.equal(emptySuffix.statusCode, 200, 'a suffix of an empty file is the whole (empty) file')
+  t.equal(emptySuffix.body, '')
 
   const stale = await get('bytes=0-3', { 'if-range': '"sha256-stale"' })
   t.equal(stale.statusCode, 200, 'a stale If-Range gets the whole file')
@@ -338,6 +395,38 @@ t.test('FormData from fetch (undici) is accepted with its own boundary', async (
   const media = await res.json() as { sha256: string, content_type: string }
   t.equal(media.sha256, sha256(PNG))
   t.equal(media.content_type, 'image/png')
+})
+
+t.test('a client that aborts mid-upload is logged once at info without a stack, never as a server error; nothing is kept', async (t) => {
+  const logs: string[] = []
+  const logged = await build(t, { logs, logLevel: 'info' })
+  await logged.listen({ port: 0, host: '127.0.0.1' })
+  const loggedPort = (logged.server.address() as AddressInfo).port
+  const user = await createUser(logged)
+  const before = await snapshot(logged)
+  const req = http.request({ port: loggedPort, host: '127.0.0.1', method: 'POST', path: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } })
+  req.on('error', () => {}) // the socket is destroyed on purpose
+  req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`)
+  for (const chunk of generated(4 * MiB)) req.write(chunk)
+  while (!(await storedFiles(logged)).some(name => name.endsWith('.tmp'))) await sleep(10)
+  req.destroy()
+  while ((await storedFiles(logged)).some(name => name.endsWith('.tmp'))) await sleep(10)
+  const lines = () => logs.map(l => JSON.parse(l) as Record<string, any>).filter(l => l.reqId !== undefined)
+  // The abort line is written when the server notices the close: wait for it, at most 10 s.
+  for (let waited = 0; waited < 10_000 && !lines().some(l => l.msg === 'request aborted by the client'); waited += 20) await sleep(20)
+  // Give a late request line (the old 503) time to show up, then judge every line of the request.
+  await logged.inject({ method: 'GET', url: '/health' })
+  await sleep(200)
+  const upload = lines().filter(l => l.req?.url === '/v1/media' || lines().some(o => o.reqId === l.reqId && o.req?.url === '/v1/media'))
+  const ends = upload.filter(l => l.level >= 30)
+  t.equal(ends.length, 1, 'one line at info or above')
+  t.equal(ends[0].level, 30, 'at info')
+  t.equal(ends[0].msg, 'request aborted by the client')
+  t.notOk(JSON.stringify(ends[0]).includes('stack'), 'no stack')
+  t.notOk(logs.some(l => (JSON.parse(l) as { level: number }).level >= 50), 'nothing at error level')
+  const metrics = (await logged.inject({ method: 'GET', url: '/metrics' })).body
+  t.notMatch(metrics, /http_request_duration_seconds_count\{[^}]*route="\/v1\/media"[^}]*status_code="5\d\d"/, 'no 5xx recorded for the upload')
+  t.same(await snapshot(logged), before, 'no file (temporary or not) and no row')
 })
 
 t.test('a client that disconnects mid-upload leaves no file and no row', async (t) => {

@@ -94,6 +94,39 @@ t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and n
   t.same(list.posts.map((p: { id: string }) => p.id).sort(), [past.id, compact.id].sort())
 })
 
+t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list, PUT); outside them 422', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  const exact: Array<[string, string]> = [
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00+0000'],
+    ['0001-01-01T00:00:00-01:00', '0001-01-01T01:00:00+0000'],
+    ['0004-02-29T12:00:00Z', '0004-02-29T12:00:00+0000'],
+    ['0099-12-31T23:59:59Z', '0099-12-31T23:59:59+0000'],
+    ['0100-01-01T00:00:00Z', '0100-01-01T00:00:00+0000'],
+    ['1999-12-31T23:59:59Z', '1999-12-31T23:59:59+0000'],
+    ['9999-12-31T23:59:59Z', '9999-12-31T23:59:59+0000'],
+    ['9999-12-31T23:59:59.999+00:00', '9999-12-31T23:59:59+0000']
+  ]
+  for (const [input, stored] of exact) {
+    const post = await createPost(app, creator, { published_at: input })
+    t.equal(post.published_at, stored, `${input}: the answer`)
+    const read = json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: creator.headers }))
+    t.equal(read.published_at, stored, `${input}: read back from the database`)
+    const put = await app.inject({ method: 'PUT', url: `/v1/posts/${post.id}`, headers: creator.headers, payload: { title: post.title, type: 'ARTICLE', published_at: input } })
+    t.equal(json(put).published_at, stored, `${input}: PUT`)
+  }
+  const mine = json(await app.inject({ method: 'GET', url: '/v1/users/me/posts?sort=published_at&limit=100', headers: creator.headers }))
+  t.same(mine.posts.map((p: { published_at: string }) => p.published_at), exact.map(([, stored]) => stored), 'and they sort by their true year')
+
+  // No year 0 (PostgreSQL has none) and nothing past 9999 in UTC (the output has four-digit years).
+  for (const input of ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59Z', '0001-01-01T00:00:00+00:01', '0001-01-01T00:59:59+01:00',
+    '9999-12-31T23:59:59-00:01', '9999-12-31T23:00:00-01:00', '0100-02-29T00:00:00Z']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { title: 'x', type: 'ARTICLE', published_at: input } })
+    t.equal(res.statusCode, 422, input)
+    t.equal(json(res).errors[0].field, '/published_at', input)
+  }
+})
+
 t.test('POST /v1/posts: authorisation and slug conflicts', async (t) => {
   const app = await setup(t)
   const creator = await createCreator(app)
