@@ -1,4 +1,6 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { promisify } from 'node:util'
+import pLimit from 'p-limit'
 
 /**
  * scrypt runs on libuv's thread pool, which file reads and writes share (media downloads and
@@ -6,20 +8,9 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
  * for files; the rest wait their turn here, not in the pool's queue ahead of every file read.
  */
 export const MAX_CONCURRENT_HASHES = Math.max(1, (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 1)
-let hashing = 0
-const waiting: Array<() => void> = []
-
-async function scrypt (password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  if (hashing < MAX_CONCURRENT_HASHES) hashing++
-  else await new Promise<void>(resolve => waiting.push(resolve)) // a finishing hash hands its slot over
-  try {
-    return await new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))))
-  } finally {
-    const next = waiting.shift()
-    if (next) next()
-    else hashing--
-  }
-}
+const hashes = pLimit(MAX_CONCURRENT_HASHES)
+const scryptAsync = promisify(scryptCb) as (password: string, salt: Buffer, keylen: number, options: ScryptOptions) => Promise<Buffer>
+const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) => hashes(() => scryptAsync(password, salt, keylen, options))
 
 // scrypt N=2^15, r=8, p=1: 32 MiB per hash, the OWASP minimum for a memory-hard KDF.
 const PARAMS = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }
