@@ -13,6 +13,7 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   DATABASE_URL: Type.Optional(Type.String({ format: 'url', pattern: '^(sqlite:|postgres(ql)?://)' })),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   ACCESS_TOKEN_TTL: Type.Integer({ minimum: 1, maximum: 86400, default: 3600 }),
   JWT_ISSUER: Type.String({ minLength: 1, default: 'roja' }),

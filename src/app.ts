@@ -43,7 +43,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(security)
   await fastify.register(rateLimit)
   await fastify.register(metrics) // after the rate limiter, so /metrics gets its own limit
-  await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema })
+  await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema, poolSize: opts.config.DATABASE_POOL_SIZE })
   await fastify.register(outbox, opts.outbox ?? {})
   await fastify.register(underPressure)
   await fastify.register(auth)

@@ -94,6 +94,13 @@ t.test('derived values', async (t) => {
     }
   })
 
+  t.test('DATABASE_POOL_SIZE: 10 by default, 1 to 1000', async (t) => {
+    t.equal(loadConfig({}).DATABASE_POOL_SIZE, 10)
+    t.equal(loadConfig({ DATABASE_POOL_SIZE: '1' }).DATABASE_POOL_SIZE, 1)
+    t.equal(loadConfig({ DATABASE_POOL_SIZE: '1000' }).DATABASE_POOL_SIZE, 1000)
+    for (const bad of ['0', '1001', 'many']) t.throws(() => loadConfig({ DATABASE_POOL_SIZE: bad }), /DATABASE_POOL_SIZE/, bad)
+  })
+
   t.test('slow-client limits have defaults; headers cannot outlast the whole request', async (t) => {
     const c = loadConfig({})
     t.same([c.HEADERS_TIMEOUT_MS, c.REQUEST_TIMEOUT_MS, c.IDLE_TIMEOUT_MS, c.KEEP_ALIVE_TIMEOUT_MS, c.MAX_CONNECTIONS_PER_IP], [10000, 300000, 30000, 72000, 128])
