@@ -50,7 +50,7 @@ t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; d
   const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user')!.columns.map(c => c.name)
   t.notOk((await userColumns()).includes('email_verified_at'), 'not there before')
 
-  const up = await migrator.migrateToLatest()
+  const up = await migrator.migrateTo('2026_11_23_0200_email_verified_at')
   t.error(up.error)
   t.same(up.results?.map(r => r.migrationName), ['2026_11_23_0200_email_verified_at'])
   const row = await db.selectFrom('user').select('email_verified_at').where('id', '=', 'old').executeTakeFirstOrThrow()
