@@ -11,7 +11,7 @@ import {
 import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
 import { checkApp } from '../scripts/conventions/run.js'
 import { createDb } from '../src/db/dialect.js'
-import { freshDatabase, testConfig, testFastify } from './helper.js'
+import { freshDatabase, testConfig, testFastify, whileMigrating } from './helper.js'
 
 t.test('the real app has no findings', async (t) => {
   const database = await freshDatabase(t)
@@ -49,7 +49,7 @@ async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ rou
   const routes = collectRoutes(fastify)
   for (const s of [Problem, Thing, ThingList]) fastify.addSchema(s)
   add(fastify)
-  await fastify.ready()
+  await whileMigrating(() => fastify.ready())
   return { routes, schemas: collectSchemas(fastify) }
 }
 

@@ -49,10 +49,29 @@ export async function freshDatabase (t: Test, { persistent = false } = {}): Prom
   t.teardown(async () => {
     const c = new pg.Client({ connectionString: PG_URL })
     await c.connect()
+    await c.query('select pg_advisory_lock($1)', [SCHEMA_LOCK]) // released when this session ends
     await c.query(`drop schema if exists ${schema} cascade`)
     await c.end()
   })
   return { url: PG_URL, schema }
+}
+
+// Kysely's migrator reads every table of the database (pg_get_serial_sequence on each) to find its
+// own, and fails with `schema "t_…" does not exist` when another test file drops its schema meanwhile:
+// migrations hold this advisory lock shared, a schema drop exclusively.
+const SCHEMA_LOCK = 7_406_271
+
+/** Runs work that migrates a database (building an app does) so that no schema is dropped meanwhile. */
+export async function whileMigrating<T> (work: () => PromiseLike<T>): Promise<T> {
+  if (dialect !== 'postgres') return work()
+  const c = new pg.Client({ connectionString: PG_URL })
+  await c.connect()
+  try {
+    await c.query('select pg_advisory_lock_shared($1)', [SCHEMA_LOCK])
+    return await work()
+  } finally {
+    await c.end()
+  }
 }
 
 export interface BuildOptions {
@@ -74,8 +93,10 @@ export async function build (t: Test, opts: BuildOptions = {}): Promise<FastifyI
   const database = opts.database ?? await freshDatabase(t)
   const config = testConfig({ ...opts.env, DATABASE_URL: database.url }, database.url)
   const server = testFastify(config, opts)
-  await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox, tracing: opts.tracing })
-  await server.ready()
+  await whileMigrating(async () => {
+    await server.register(app, { config, dbSchema: database.schema, outbox: opts.outbox, tracing: opts.tracing })
+    await server.ready()
+  })
   t.teardown(() => server.close())
   return server
 }

@@ -6,7 +6,7 @@ import { assertOwner } from '../../src/domain/people.js'
 import config from '../../plugins/config.js'
 import db from '../../plugins/db.js'
 import problems from '../../plugins/problems.js'
-import { build, json, testConfig, TEST_SECRET } from '../helper.js'
+import { build, json, testConfig, TEST_SECRET, whileMigrating } from '../helper.js'
 import { createCreator, createUser } from '../fixtures.js'
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
@@ -145,7 +145,7 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
       return { ok: true }
     })
   })
-  await server.ready()
+  await whileMigrating(() => server.ready())
   const creator = await createCreator(server)
   const user = await createUser(server)
 

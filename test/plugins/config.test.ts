@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 import Fastify from 'fastify'
 import t from 'tap'
 import configPlugin, { ConfigError, loadConfig } from '../../plugins/config.js'
-import { testConfig } from '../helper.js'
+import { testConfig, whileMigrating } from '../helper.js'
 import { keepLog } from '../log-capture.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
@@ -175,7 +175,7 @@ t.test('the plugin alone decorates a bare Fastify with the config', async (t) =>
   const config = testConfig({ PORT: '4000' })
   const app = Fastify()
   await app.register(configPlugin, { config })
-  await app.ready()
+  await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   t.equal(app.config.PORT, 4000)
   t.equal(app.config, config)

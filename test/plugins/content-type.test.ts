@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import contentType, { mediaType } from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
-import { build, json, testConfig, testFastify } from '../helper.js'
+import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const VALID = JSON.stringify({ name: 'ab' })
 const INVALID = JSON.stringify({ name: 'a', admin: true })
@@ -33,7 +33,7 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
     // Like POST /v1/media: a route that names only a form refuses JSON.
     scope.post('/upload', { config: { contentTypes: ['multipart/form-data'] } }, async () => ({ ok: true }))
   })
-  await app.ready()
+  await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   return app
 }

@@ -7,7 +7,7 @@ import rateLimit from '../../plugins/rate-limit.js'
 import openapi from '../../plugins/openapi.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
-import { testConfig, testFastify } from '../helper.js'
+import { testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const SUNSET = 'Wed, 30 Jun 2027 00:00:00 GMT'
 
@@ -31,7 +31,7 @@ async function build (t: Test) {
   })
   app.get('/v1/gadgets', { config: { deprecated: { sunset: '2027-01-31', successor: '/v2/gadgets' } }, schema: { operationId: 'listGadgets' } }, async () => ({}))
   app.get('/v2/things', { schema: { operationId: 'listThingsV2' } }, async () => ({ things: [] }))
-  await app.ready()
+  await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   return app
 }
@@ -102,6 +102,6 @@ t.test('a malformed sunset date stops the start', async (t) => {
   await app.register(deprecation)
   await t.rejects(async () => {
     app.get('/v1/things', { config: { deprecated: { sunset: '30 June 2027', successor: '/v2/things' } } }, async () => ({}))
-    await app.ready()
+    await whileMigrating(() => app.ready())
   }, /deprecated.sunset of \/v1\/things must be YYYY-MM-DD/)
 })

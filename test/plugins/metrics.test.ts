@@ -8,7 +8,7 @@ import app from '../../src/app.js'
 import { ConfigError } from '../../plugins/config.js'
 import { enqueueEmail } from '../../src/domain/outbox.js'
 import { createUser } from '../fixtures.js'
-import { build, dialect, freshDatabase, json, testConfig, testFastify } from '../helper.js'
+import { build, dialect, freshDatabase, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 // prom-client's own gauges whose names end in _total; promtool flags them, nothing else may be flagged.
@@ -23,7 +23,7 @@ async function buildWithRoute (t: Test, env: Record<string, string> = {}): Promi
   server.get('/things/:thingId', {
     schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }
   }, async (request) => request.params)
-  await server.ready()
+  await whileMigrating(() => server.ready())
   t.teardown(() => server.close())
   return server
 }

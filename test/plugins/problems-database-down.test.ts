@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import problems from '../../plugins/problems.js'
-import { testConfig, testFastify } from '../helper.js'
+import { testConfig, testFastify, whileMigrating } from '../helper.js'
 
 /**
  * A database restarted under load drops connections in the middle of requests; pg reports some of
@@ -15,7 +15,7 @@ async function bare (t: Test, thrown: () => Error): Promise<FastifyInstance> {
   await app.register(config, { config: cfg })
   await app.register(problems)
   app.get('/query', async () => { throw thrown() })
-  await app.ready()
+  await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   return app
 }

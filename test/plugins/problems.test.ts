@@ -6,7 +6,7 @@ import config from '../../plugins/config.js'
 import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../src/domain/errors.js'
-import { build, json, testConfig, testFastify } from '../helper.js'
+import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 const BASE = 'https://problems.example.test/p'
@@ -30,7 +30,7 @@ async function bare (t: Test): Promise<FastifyInstance> {
   app.get('/boom', async () => { throw new Error(SECRET) })
   app.get('/boom-status', async () => { throw Object.assign(new Error(SECRET), { statusCode: 502 }) })
   app.get('/picky', async () => { throw new AppError('NotAcceptable', 'only application/json here') })
-  await app.ready()
+  await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   return app
 }
