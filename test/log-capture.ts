@@ -20,7 +20,9 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!!'
  * one line a kind (group 1 is the secret).
  */
 export const ISSUED: ReadonlyArray<{ kind: string, pattern: RegExp }> = [
-  { kind: 'access_token', pattern: /"access_token"\s*:\s*"([^"]+)"/g }
+  { kind: 'access_token', pattern: /"access_token"\s*:\s*"([^"]+)"/g },
+  // the link in the verification e-mail: <EMAIL_VERIFY_URL>?token=<payload>.<MAC>
+  { kind: 'e-mail verification token', pattern: /[?&]token=([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)/g }
 ]
 
 const ROOT = resolve(import.meta.dirname, '..')
