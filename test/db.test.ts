@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { Migrator, sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
-import { compiledOnce } from '../src/db/compiled.js'
+import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
+import { compiledList } from '../src/domain/list.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
 import { formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
 import { createAjv } from '../src/options.js'
@@ -195,6 +196,66 @@ t.test('compiledOnce refuses a query that does not use a placeholder as a value'
   const db = await openDb(t)
   const lower = compiledOnce((d: Db, name: string) => d.selectFrom('user').select('id').where('username', 'like', `${name}%`))
   await t.rejects(lower(db, 'X'), /placeholder .* is not a value of the query/)
+})
+
+t.test('compiledPerShape: one compiled query per shape, each answering as the builder does', async (t) => {
+  const db = await openDb(t)
+  for (const [id, flags] of [['b1', { is_active: true, is_creator: true }], ['b2', { is_active: true, is_creator: false }], ['b3', { is_active: false, is_creator: true }]] as const) {
+    await insertUser(db, id, flags)
+  }
+  type V = { creator?: boolean, ids?: string[], after?: string, limit: number }
+  const build = (d: Db, order: 'asc' | 'desc', v: V) => {
+    let q = d.selectFrom('user').select(['id'])
+    if (v.creator !== undefined) q = q.where('is_creator', '=', v.creator)
+    if (v.ids !== undefined) q = q.where('id', 'in', v.ids)
+    if (v.after !== undefined) q = q.where('id', order === 'asc' ? '>' : '<', v.after)
+    return q.orderBy('id', order).limit(v.limit)
+  }
+  const compiled = compiledPerShape(build)
+  const cases: Array<['asc' | 'desc', V]> = [
+    ['asc', { limit: 10 }], ['desc', { limit: 10 }], ['asc', { limit: 1 }],
+    ['asc', { creator: true, limit: 10 }], ['asc', { creator: false, limit: 10 }],
+    ['asc', { ids: ['b1'], limit: 10 }], ['asc', { ids: ['b2', 'b3'], limit: 10 }], ['asc', { ids: ['b3', 'x', 'b1'], limit: 10 }],
+    ['asc', { ids: ['b1', 'b2', 'b3'], creator: true, after: 'b1', limit: 10 }], ['desc', { after: 'b3', limit: 10 }],
+    ['asc', { creator: undefined, ids: undefined, limit: 2 }]
+  ]
+  // twice: the second pass runs every shape from its compiled entry
+  for (const pass of [1, 2]) {
+    for (const [order, v] of cases) t.same(await compiled(db, order, v), await build(db, order, v).execute(), `pass ${pass}: ${order} ${JSON.stringify(v)}`)
+  }
+})
+
+t.test('compiledPerShape refuses a value used for structure or transformed', async (t) => {
+  const db = await openDb(t)
+  const transformed = compiledPerShape((d: Db, _: undefined, v: { name: string }) => d.selectFrom('user').select('id').where('username', '=', v.name.toLowerCase()))
+  await t.rejects(transformed(db, undefined, { name: 'X' }), /placeholder .*name is not a value of the query/)
+  const structural = compiledPerShape((d: Db, _: undefined, v: { column: string }) => d.selectFrom('user').select(v.column as 'id'))
+  await t.rejects(structural(db, undefined, { column: 'id' }), /placeholder .*column is not a value of the query/)
+})
+
+t.test('compiledList: page and total as the builder gives them, for each filter shape and sort', async (t) => {
+  const db = await openDb(t)
+  for (let i = 0; i < 7; i++) await insertUser(db, `c${i}`, { is_active: i % 2 === 0, is_creator: i % 3 === 0 })
+  const filtered = (d: Db, v: { active?: boolean, from?: string }) => {
+    let q = d.selectFrom('user').select(['id', 'username'])
+    if (v.active !== undefined) q = q.where('is_active', '=', v.active)
+    if (v.from !== undefined) q = q.where('id', '>=', v.from)
+    return q
+  }
+  const list = compiledList(filtered)
+  for (const v of [{}, { active: true }, { active: false }, { from: 'c3' }, { active: true, from: 'c2' }]) {
+    for (const sort of [[{ column: 'id', direction: 'asc' as const }], [{ column: 'username', direction: 'desc' as const }, { column: 'id', direction: 'desc' as const }]]) {
+      for (const page of [{ limit: 2, offset: 0 }, { limit: 2, offset: 3 }, { limit: 10, offset: 0 }, { limit: 1, offset: 9 }]) {
+        let q = filtered(db, v)
+        for (const key of sort) q = q.orderBy(key.column as 'id', key.direction)
+        const rows = await q.limit(page.limit).offset(page.offset).execute()
+        const all = await filtered(db, v).execute()
+        t.same(await list.page(db, v, sort, page), { rows, total: all.length }, `${JSON.stringify(v)} ${sort.map(k => k.column).join()} ${page.limit}@${page.offset}`)
+      }
+    }
+  }
+  t.same(await list.page(db, {}, [{ column: 'id', direction: 'asc' }], { limit: 1, offset: 0 }, async () => 42), { rows: [{ id: 'c0', username: 'u-c0' }], total: 42 }, 'a given total replaces the count')
+  t.equal(await list.count(db, { active: true }), 4)
 })
 
 t.test('the date format takes years 0001 to 9999 and real days only', async (t) => {

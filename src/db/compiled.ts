@@ -1,34 +1,74 @@
-import { createQueryId, type Compilable, type CompiledQuery } from 'kysely'
+import { createQueryId, type Compilable, type CompiledQuery, type RawBuilder } from 'kysely'
 import { isPostgres, type Db, type Executor } from './dialect.js'
 
-type Slot = { arg: number } | { value: unknown }
+/** A query builder, or a `sql` template (compiled against the database) */
+type Buildable<R> = Compilable<R> | RawBuilder<R>
+type Slot = { name: string, index?: number } | { value: unknown }
+interface Entry<R> { compiled: CompiledQuery<R>, slots: Slot[] }
+
+/** The values a shaped query is run with: scalars and lists of scalars, by name. */
+export type Values = Record<string, string | number | boolean | null | undefined | ReadonlyArray<string | number>>
+
+// Shapes come from request parameters (sort orders, tag counts): a bound keeps a flood of odd ones from growing the map.
+const SHAPES_PER_QUERY = 200
 
 /**
- * A query of fixed shape, built and compiled once per dialect and then run with new values:
- * for a primary-key read, building and compiling cost more than the read itself. `build` is
- * called with placeholders (`$0`, `$1` …), each of which must appear as a value exactly where
- * its argument goes (not transformed): compiling checks that every one is there.
+ * A query built and compiled once per shape and dialect, then run with new values: for a
+ * primary-key read or a list page, building and compiling cost more than running the query.
+ *
+ * `build` gets the shape as it is and the values as placeholders; it must use every defined
+ * value as a value of the query, exactly where it goes and untransformed (compiling checks each
+ * is there), and decide the query's structure from the shape and from which values are defined
+ * (an undefined or null value is not a placeholder: it is part of the shape, as is each list's length).
  */
-export function compiledOnce<R, A extends unknown[]> (build: (db: Db, ...args: A) => Compilable<R>): (db: Executor, ...args: A) => Promise<R[]> {
-  const byDialect = new Map<boolean, { compiled: CompiledQuery<R>, slots: Slot[] }>()
-  return async (db, ...args) => {
-    const postgres = isPostgres(db)
-    let entry = byDialect.get(postgres)
+export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>): (db: Executor, shape: S, values: V) => Promise<R[]> {
+  const entries = new Map<string, Entry<R>>()
+  return async (db, shape, values) => {
+    const key = shapeKey(isPostgres(db), shape, values)
+    let entry = entries.get(key)
     if (!entry) {
-      const placeholders = args.map((_, i) => `\u0000$${i}`) as A
-      const compiled = build(db as Db, ...placeholders).compile()
-      const slots: Slot[] = compiled.parameters.map(value => {
-        const arg = placeholders.indexOf(value as never)
-        return arg === -1 ? { value } : { arg }
-      })
-      const missing = placeholders.filter((_, i) => !slots.some(s => 'arg' in s && s.arg === i))
-      if (missing.length > 0) throw new Error(`compiledOnce: placeholder ${missing.join(', ')} is not a value of the query: ${compiled.sql}`)
-      entry = { compiled, slots }
-      byDialect.set(postgres, entry)
+      entry = compile(db as Db, shape, values, build)
+      if (entries.size >= SHAPES_PER_QUERY) entries.delete(entries.keys().next().value!)
+      entries.set(key, entry)
     }
-    const { compiled, slots } = entry
-    const parameters = slots.map(s => ('arg' in s ? args[s.arg] : s.value))
-    const result = await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() })
+    const parameters = entry.slots.map(s => ('value' in s ? s.value : s.index === undefined ? values[s.name] : (values[s.name] as unknown[])[s.index]))
+    const result = await db.executeQuery<R>({ ...entry.compiled, parameters, queryId: createQueryId() })
     return result.rows
   }
+}
+
+/** A query of one fixed shape whose values are its arguments, in order: `compiledOnce((db, id: string) => …)`. */
+export function compiledOnce<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R[]> {
+  const run = compiledPerShape((db, _: undefined, values: Values) => build(db, ...(Object.values(values) as A)))
+  return async (db, ...args) => run(db, undefined, Object.fromEntries(args.map((v, i) => [`a${i}`, v])))
+}
+
+function shapeKey (postgres: boolean, shape: unknown, values: Values): string {
+  let key = `${postgres ? 'pg' : 'sqlite'}${shape === undefined ? '' : JSON.stringify(shape)}`
+  for (const name in values) {
+    const v = values[name]
+    if (v === undefined) continue
+    key += v === null ? `|${name}=null` : Array.isArray(v) ? `|${name}[${v.length}]` : `|${name}`
+  }
+  return key
+}
+
+function compile<R, S, V extends Values> (db: Db, shape: S, values: V, build: (db: Db, shape: S, values: V) => Buildable<R>): Entry<R> {
+  const placeholders = new Map<string, Slot>()
+  const stand = (name: string, index?: number) => {
+    // both cases in it, so lower- or upper-casing a value is caught as well as any other change of it
+    const placeholder = `\u0000Value:${name}${index === undefined ? '' : `.${index}`}`
+    placeholders.set(placeholder, { name, index })
+    return placeholder
+  }
+  const standIns: Values = {}
+  for (const name in values) {
+    const v = values[name]
+    standIns[name] = v === undefined || v === null ? v : Array.isArray(v) ? v.map((_, i) => stand(name, i)) : stand(name)
+  }
+  const compiled = build(db, shape, standIns as V).compile(db) // a builder ignores the argument
+  const slots = compiled.parameters.map(value => placeholders.get(value as string) ?? { value })
+  const missing = [...placeholders.keys()].filter(p => !slots.includes(placeholders.get(p)!))
+  if (missing.length > 0) throw new Error(`compiled query: placeholder ${missing.join(', ')} is not a value of the query: ${compiled.sql}`)
+  return { compiled, slots }
 }

@@ -4,7 +4,7 @@ import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
 import type { AlertTable } from '../db/schema.js'
 import { formatDateTime, formatNullableDateTime, writeTimeIso } from '../db/time.js'
-import { fetchPage, parseSort, type Page } from './list.js'
+import { compiledList, parseSort, type Page } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { orNotFound } from './errors.js'
@@ -58,11 +58,14 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
 const ALERT_SORT = { created_at: 'created_at' }
 
 /** The caller's own alerts, newest first by default. */
+const alertList = compiledList((db, v: { userId: string, kind?: string }) => {
+  const q = db.selectFrom('alert').selectAll().where('user_id', '=', v.userId)
+  return v.kind === undefined ? q : q.where('kind', '=', v.kind)
+})
+
 export async function listAlerts (db: Db, userId: string, query: AlertListQuery, page: Page) {
-  let q = db.selectFrom('alert').selectAll().where('user_id', '=', userId)
-  if (query.kind) q = q.where('kind', '=', query.kind)
   const sort = parseSort(query.sort, ALERT_SORT, [{ column: 'created_at', direction: 'desc' }])
-  const { rows, total } = await fetchPage(q, sort, page)
+  const { rows, total } = await alertList.page(db, { userId, kind: query.kind }, sort, page)
   return { items: rows.map(toAlert), total }
 }
 

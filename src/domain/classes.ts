@@ -5,7 +5,7 @@ import type { Db } from '../db/dialect.js'
 import type { ClassTable, StudentTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { assertOwnCourse } from './courses.js'
-import { fetchPage, parseSort, type Page } from './list.js'
+import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
@@ -45,12 +45,16 @@ function toStudent (row: Selectable<StudentTable>): Student {
 
 const CLASS_SORT = { name: 'class.name', starts_date: 'class.starts_date', created_at: 'class.created_at' }
 
-export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
+const classList = compiledList((db, v: { owner_id?: string, course_id?: string }) => {
   let q = selectClasses(db)
-  if (query.owner_id) q = q.where('class.owner_id', '=', query.owner_id)
-  if (query.course_id) q = q.where('class.course_id', '=', query.course_id)
+  if (v.owner_id !== undefined) q = q.where('class.owner_id', '=', v.owner_id)
+  if (v.course_id !== undefined) q = q.where('class.course_id', '=', v.course_id)
+  return q
+})
+
+export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
   const sort = parseSort(query.sort, CLASS_SORT, [{ column: 'class.created_at', direction: 'desc' }], 'class.id', ['class.starts_date'])
-  const { rows, total } = await fetchPage(q, sort, page)
+  const { rows, total } = await classList.page(db, { owner_id: query.owner_id, course_id: query.course_id }, sort, page)
   return { items: rows.map(toClass), total }
 }
 
@@ -72,11 +76,14 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
 
 const STUDENT_SORT = { first_name: 'first_name', last_name: 'last_name', created_at: 'created_at' }
 
+const studentList = compiledList((db, v: { classId: string, sex?: string }) => {
+  const q = db.selectFrom('student').selectAll().where('class_id', '=', v.classId)
+  return v.sex === undefined ? q : q.where('sex', '=', v.sex as Student['sex'])
+})
+
 export async function listStudents (db: Db, classId: string, query: StudentListQuery, page: Page) {
-  let q = db.selectFrom('student').selectAll().where('class_id', '=', classId)
-  if (query.sex) q = q.where('sex', '=', query.sex)
   const sort = parseSort(query.sort, STUDENT_SORT, [{ column: 'created_at', direction: 'asc' }], 'id', ['last_name'])
-  const { rows, total } = await fetchPage(q, sort, page)
+  const { rows, total } = await studentList.page(db, { classId, sex: query.sex }, sort, page)
   return { items: rows.map(toStudent), total }
 }
 

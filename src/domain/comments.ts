@@ -4,7 +4,7 @@ import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comm
 import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
-import { fetchPage, parseSort } from './list.js'
+import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './people.js'
@@ -37,11 +37,13 @@ function toComment (row: CommentRow): Comment {
   }
 }
 
+const commentList = compiledList((db, v: { postId: string }) => selectComments(db, v.postId))
+
 /** The comments of a post the viewer can see (404 PostNotFound otherwise), oldest first by default. */
 export async function listComments (db: Executor, postId: string, viewerId: string | undefined, query: CommentListQuery) {
   await assertPostVisible(db, postId, viewerId)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'comment.id')
-  const { rows, total } = await fetchPage(selectComments(db, postId), sort, query)
+  const { rows, total } = await commentList.page(db, { postId }, sort, query)
   return { comments: rows.map(toComment), total }
 }
 

@@ -5,7 +5,7 @@ import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedLi
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
-import { fetchPage, parseSort, type Page } from './list.js'
+import { compiledList, parseSort, type Page } from './list.js'
 import { getPost, isVisible } from './posts.js'
 
 /**
@@ -67,11 +67,12 @@ export async function assertOwnCourse (db: Db, courseId: string, userId: string)
 
 const POSITIONED_SORT = { position: 'position', title: 'title', created_at: 'created_at' }
 const BY_POSITION = [{ column: 'position', direction: 'asc' as const }]
+const chapterList = compiledList((db, v: { courseId: string }) => db.selectFrom('chapter').selectAll().where('course_id', '=', v.courseId))
+const lessonList = compiledList((db, v: { chapterId: string }) => db.selectFrom('lesson').selectAll().where('chapter_id', '=', v.chapterId))
 
 export async function listChapters (db: Db, courseId: string, viewerId: string | undefined, query: PositionedListQuery, page: Page) {
   await getCourse(db, courseId, viewerId)
-  const q = db.selectFrom('chapter').selectAll().where('course_id', '=', courseId)
-  const { rows, total } = await fetchPage(q, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
+  const { rows, total } = await chapterList.page(db, { courseId }, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
   return { items: rows.map(toChapter), total }
 }
 
@@ -105,8 +106,7 @@ export async function createChapter (db: Db, courseId: string, body: ChapterCrea
 export async function listLessons (db: Db, courseId: string, chapterId: string, viewerId: string | undefined, query: PositionedListQuery, page: Page) {
   await getCourse(db, courseId, viewerId)
   await chapterOf(db, courseId, chapterId)
-  const q = db.selectFrom('lesson').selectAll().where('chapter_id', '=', chapterId)
-  const { rows, total } = await fetchPage(q, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
+  const { rows, total } = await lessonList.page(db, { chapterId }, parseSort(query.sort, POSITIONED_SORT, BY_POSITION), page)
   return { items: rows.map(toLesson), total }
 }
 

@@ -1,4 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely'
+import { compiledPerShape, type Values } from '../db/compiled.js'
+import type { Db, Executor } from '../db/dialect.js'
+import type { Database } from '../db/schema.js'
 import { LIMIT_DEFAULT } from '../../schemas/common.js'
 import { AppError } from './errors.js'
 
@@ -39,7 +42,7 @@ export function parseSort (sort: string | undefined, columns: Record<string, str
 }
 
 /** Applies sort keys, limit and offset to a select. */
-export function applyPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page): SelectQueryBuilder<DB, TB, O> {
+function applyPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page): SelectQueryBuilder<DB, TB, O> {
   let q = query
   for (const key of sort) {
     // Only nullable columns say NULLS LAST: on NOT NULL columns it would keep PostgreSQL off the index.
@@ -50,19 +53,42 @@ export function applyPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder
   return q.limit(page.limit).offset(page.offset)
 }
 
+// any table set: the list's own select decides
+type Filtered<V, O> = (db: Db, values: V) => SelectQueryBuilder<Database, any, O>
+
+export interface CompiledList<V extends Values, O> {
+  /**
+   * The page (sorted, limited) and the `total` of every row the filters match, run together.
+   * `total`: a cheaper exact way to the same number (a maintained counter), used instead of count(*).
+   */
+  page: (db: Executor, values: V, sort: SortKey[], page: Page, total?: () => Promise<number>) => Promise<{ rows: O[], total: number }>
+  /** count(*) of the rows the filters match */
+  count: (db: Executor, values: V) => Promise<number>
+}
+
 /**
- * Runs one list: the page (sorted, limited) and the `total` of every row the query's filters
- * match. Give it the filtered select without order or paging; no GROUP BY (the count would count groups).
- * `total`: a cheaper exact way to the same number (a maintained counter), used instead of count(*).
+ * A list, written once: `filtered` gives its select with the filters the defined values call for
+ * (no order, no paging, no GROUP BY: the count would count groups). Page and count are built and
+ * compiled once per shape (which filters, which sort) and run with each request's values; the
+ * values reach `filtered` as placeholders (src/db/compiled.ts), so structure comes only from
+ * which of them are defined.
  */
-export async function fetchPage<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[], page: Page, total?: () => Promise<number>): Promise<{ rows: O[], total: number }> {
-  const counted = async () => {
-    const count = await (query.clearSelect() as unknown as SelectQueryBuilder<DB, TB, object>)
-      .select(sql<number | string>`count(*)`.as('total')).executeTakeFirst()
-    return Number((count as { total?: number | string } | undefined)?.total ?? 0)
+export function compiledList<V extends Values, O> (filtered: Filtered<V, O>): CompiledList<V, O> {
+  const pageOf = compiledPerShape((db, sort: SortKey[], values: V & { limit: number, offset: number }) =>
+    applyPage(filtered(db, values), sort, values))
+  const countOf = compiledPerShape((db, _: undefined, values: V) =>
+    filtered(db, values).clearSelect().select(sql<number | string>`count(*)`.as('total')))
+  const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
+  return {
+    count,
+    page: async (db, values, sort, page, total) => {
+      const [rows, counted] = await Promise.all([
+        pageOf(db, sort, { ...values, limit: page.limit, offset: page.offset }),
+        total ? total() : count(db, values)
+      ])
+      return { rows, total: counted }
+    }
   }
-  const [rows, counts] = await Promise.all([applyPage(query, sort, page).execute(), (total ?? counted)()])
-  return { rows, total: counts }
 }
 
 export interface PagingQuery {

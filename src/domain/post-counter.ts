@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { compiledPerShape } from '../db/compiled.js'
 import type { Executor } from '../db/dialect.js'
 
 /**
@@ -8,9 +9,13 @@ import type { Executor } from '../db/dialect.js'
  * post_published_at_idx. One statement, so both parts read the same snapshot.
  */
 export async function countPublishedPosts (db: Executor, now: string, type?: string): Promise<number> {
-  const ofType = type === undefined ? sql`` : sql`and type = ${type}`
-  const { rows } = await sql<{ total: number | string | null }>`select
-      coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
-      - (select count(*) from post where published_at > ${now} ${ofType}) as total`.execute(db)
-  return Number(rows[0]?.total ?? 0)
+  const [row] = await publishedTotal(db, undefined, { now, type })
+  return Number(row?.total ?? 0)
 }
+
+const publishedTotal = compiledPerShape((_db, _: undefined, { now, type }: { now: string, type?: string }) => {
+  const ofType = type === undefined ? sql`` : sql`and type = ${type}`
+  return sql<{ total: number | string | null }>`select
+      coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
+      - (select count(*) from post where published_at > ${now} ${ofType}) as total`
+})

@@ -4,11 +4,11 @@ import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
 import { clockIso, formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'
-import { fetchPage, parseSort } from './list.js'
+import { compiledList, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
-import type { Executor } from '../db/dialect.js'
+import type { Db, Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
-import { compiledOnce } from '../db/compiled.js'
+import { compiledOnce, compiledPerShape, type Values } from '../db/compiled.js'
 import { verifiedAddress } from './email-verification.js'
 import { getCreator } from './users.js'
 import { PERSON_COLUMNS, toPerson } from './people.js'
@@ -84,36 +84,51 @@ export interface PostScope {
 
 /** A page of posts and the total the filters match. The public lists hold published posts only. */
 export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
-  const now = clockIso()
-  const q = filterPosts(selectPosts(db), query, scope, now)
+  const values = filterValues(query, scope, clockIso())
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
-  const { rows, total } = await fetchPage(q, sort, query, counterTotal(db, query, scope, now))
+  const { rows, total } = await postList.page(db, values, sort, query, counterTotal(db, values))
   return { posts: rows.map(toPost), total }
 }
 
 /**
  * The public lists filtered by type at most (the busiest) count from post_counter's slots and
  * the few scheduled posts, never count(*) over every post; other filters return undefined,
- * so fetchPage counts the rows they match.
+ * so the list counts the rows they match.
  */
-function counterTotal (db: Executor, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string): (() => Promise<number>) | undefined {
-  const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
-  if (scope.unpublished || creatorId !== undefined || query.tags !== undefined) return undefined
-  return () => countPublishedPosts(db, now, query.type)
+function counterTotal (db: Executor, values: PostFilterValues): (() => Promise<number>) | undefined {
+  if (values.now === undefined || values.creatorId !== undefined || values.tags !== undefined) return undefined
+  const { now, type } = values
+  return () => countPublishedPosts(db, now, type)
+}
+
+/** What a post list filters on; `now` unset: drafts and scheduled posts too (the creator's own list). */
+interface PostFilterValues extends Values {
+  now?: string
+  creatorId?: string
+  type?: string
+  tags?: string[]
 }
 
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>
 
-/** The filters of every post list (v1 and v2): visibility, creator, type, tags. */
-function filterPosts (select: ReturnType<typeof selectPosts>, query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string) {
-  let q = select
-  if (!scope.unpublished) q = q.where('post.published_at', '<=', now)
-  const creatorId = scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined)
-  if (creatorId !== undefined) q = q.where('post.creator_id', '=', creatorId)
-  if (query.type !== undefined) q = q.where('post.type', '=', query.type)
-  if (query.tags !== undefined) {
+function filterValues (query: PostFilters | CreatorPostListQuery, scope: PostScope, now: string): PostFilterValues {
+  return {
+    now: scope.unpublished ? undefined : now,
+    creatorId: scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined),
+    type: query.type,
     // every named tag: the posts that have as many of them as were asked for
-    const tags = normaliseTags(query.tags.split(','))
+    tags: query.tags === undefined ? undefined : normaliseTags(query.tags.split(','))
+  }
+}
+
+/** The filters of every post list (v1 and v2): visibility, creator, type, tags. */
+function filterPosts (db: Db, v: PostFilterValues) {
+  let q = selectPosts(db)
+  if (v.now !== undefined) q = q.where('post.published_at', '<=', v.now)
+  if (v.creatorId !== undefined) q = q.where('post.creator_id', '=', v.creatorId)
+  if (v.type !== undefined) q = q.where('post.type', '=', v.type as Post['type'])
+  const tags = v.tags
+  if (tags !== undefined) {
     q = q.where('post.id', 'in', eb => eb.selectFrom('post_tag').select('post_tag.post_id')
       .where('post_tag.tag', 'in', tags).groupBy('post_tag.post_id')
       .having(sql<number>`count(*)`, '=', tags.length))
@@ -121,8 +136,18 @@ function filterPosts (select: ReturnType<typeof selectPosts>, query: PostFilters
   return q
 }
 
+const postList = compiledList(filterPosts)
+
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
+
+/** v2's page: the posts after a position, in the default order, one more than asked (is there a next page?). */
+const postsAfter = compiledPerShape((db, _: undefined, v: PostFilterValues & { sortAt?: string, id?: string, limit: number }) => {
+  let q = filterPosts(db, v).select('post.sort_at')
+  const { sortAt, id } = v
+  if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
+  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(v.limit)
+})
 
 /**
  * v2's keyset page of published posts in the default order (sort_at desc, id desc, on the
@@ -130,14 +155,10 @@ export interface PostPosition { sort_at: string, id: string }
  * does, and a post written meanwhile (it sorts first) never shifts the pages that follow.
  */
 export async function listPostsAfter (db: Executor, query: PostFilters & { limit: number }, after?: PostPosition): Promise<{ posts: Post[], total: number, next?: PostPosition }> {
-  const now = clockIso()
-  const q = filterPosts(selectPosts(db), query, {}, now)
-  let page = q.select('post.sort_at')
-  if (after) page = page.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(after.sort_at, after.id)))
-  const counted = counterTotal(db, query, {}, now) ??
-    (async () => Number((await q.clearSelect().select(sql<number | string>`count(*)`.as('total')).executeTakeFirstOrThrow()).total))
+  const values = filterValues(query, {}, clockIso())
+  const counted = counterTotal(db, values) ?? (() => postList.count(db, values))
   const [rows, total] = await Promise.all([
-    page.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(query.limit + 1).execute(),
+    postsAfter(db, undefined, { ...values, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 }),
     counted()
   ])
   const more = rows.length > query.limit

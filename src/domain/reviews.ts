@@ -3,7 +3,7 @@ import { AppError } from './errors.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
-import { fetchPage, parseSort } from './list.js'
+import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible, isUniqueViolation } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './people.js'
@@ -33,12 +33,16 @@ function toReview (row: ReviewRow): Review {
   }
 }
 
+const reviewList = compiledList((db, v: { postId: string, rating?: number }) => {
+  const q = selectReviews(db, v.postId)
+  return v.rating === undefined ? q : q.where('review.rating', '=', v.rating)
+})
+
 /** The reviews of a post the viewer can see (404 PostNotFound otherwise). */
 export async function listReviews (db: Executor, postId: string, viewerId: string | undefined, query: ReviewListQuery) {
   await assertPostVisible(db, postId, viewerId)
-  let q = selectReviews(db, postId)
-  if (query.rating !== undefined) q = q.where('review.rating', '=', query.rating)
-  const { rows, total } = await fetchPage(q, parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'review.id'), query)
+  const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'review.id')
+  const { rows, total } = await reviewList.page(db, { postId, rating: query.rating }, sort, query)
   return { reviews: rows.map(toReview), total }
 }
 

@@ -5,7 +5,7 @@ import type { ProductTable, ShopTable } from '../db/schema.js'
 import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
-import { fetchPage, parseSort, type Page } from './list.js'
+import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
 
@@ -54,11 +54,14 @@ function toProduct (row: ProductRow): Product {
 
 const SHOP_SORT = { name: 'shop.name', created_at: 'shop.created_at', updated_at: 'shop.updated_at' }
 
+const shopList = compiledList((db, v: { owner_id?: string }) => {
+  const q = selectShops(db)
+  return v.owner_id === undefined ? q : q.where('shop.owner_id', '=', v.owner_id)
+})
+
 export async function listShops (db: Db, query: ShopListQuery, page: Page) {
-  let q = selectShops(db)
-  if (query.owner_id) q = q.where('shop.owner_id', '=', query.owner_id)
   const sort = parseSort(query.sort, SHOP_SORT, [{ column: 'shop.created_at', direction: 'desc' }], 'shop.id')
-  const { rows, total } = await fetchPage(q, sort, page)
+  const { rows, total } = await shopList.page(db, { owner_id: query.owner_id }, sort, page)
   return { items: rows.map(toShop), total }
 }
 
@@ -101,14 +104,19 @@ async function lockShop (trx: Db, shopId: string): Promise<Shop> {
 
 const PRODUCT_SORT = { name: 'name', price_cents: 'price_cents', created_at: 'created_at', updated_at: 'updated_at' }
 
+const productList = compiledList((db, v: { shopId: string, currency?: string, min?: number, max?: number }) => {
+  let q = db.selectFrom('product').selectAll().where('shop_id', '=', v.shopId)
+  if (v.currency !== undefined) q = q.where('currency', '=', v.currency)
+  if (v.min !== undefined) q = q.where('price_cents', '>=', v.min)
+  if (v.max !== undefined) q = q.where('price_cents', '<=', v.max)
+  return q
+})
+
 export async function listProducts (db: Db, shopId: string, query: ProductListQuery, page: Page) {
   await getShop(db, shopId)
-  let q = db.selectFrom('product').selectAll().where('shop_id', '=', shopId)
-  if (query.currency) q = q.where('currency', '=', query.currency)
-  if (query.min_price_cents !== undefined) q = q.where('price_cents', '>=', query.min_price_cents)
-  if (query.max_price_cents !== undefined) q = q.where('price_cents', '<=', query.max_price_cents)
   const sort = parseSort(query.sort, PRODUCT_SORT, [{ column: 'created_at', direction: 'desc' }])
-  const { rows, total } = await fetchPage(q, sort, page)
+  const values = { shopId, currency: query.currency, min: query.min_price_cents, max: query.max_price_cents }
+  const { rows, total } = await productList.page(db, values, sort, page)
   return { items: rows.map(toProduct), total }
 }
 
