@@ -72,3 +72,9 @@ function compile<R, S, V extends Values> (db: Db, shape: S, values: V, build: (d
   if (missing.length > 0) throw new Error(`compiled query: placeholder ${missing.join(', ')} is not a value of the query: ${compiled.sql}`)
   return { compiled, slots }
 }
+
+/** compiledOnce for a read of one row at most (by key): the row, or undefined. */
+export function compiledOne<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R | undefined> {
+  const run = compiledOnce(build)
+  return async (db, ...args) => (await run(db, ...args))[0]
+}

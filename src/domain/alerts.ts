@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import type { Selectable } from 'kysely'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
@@ -73,8 +74,10 @@ export async function listAlerts (db: Db, userId: string, query: AlertListQuery,
  * One alert and whose it is; the route checks ownership with the shared assertOwner,
  * so another user's alert is 403 UserNotOwner and a missing one 404 AlertNotFound.
  */
+const alertById = compiledOne((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
+
 export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: string, alert: Alert }> {
-  const row = await orNotFound(db.selectFrom('alert').selectAll().where('id', '=', alertId).executeTakeFirst(),
+  const row = await orNotFound(alertById(db, alertId),
     'AlertNotFound', `no alert with id ${alertId}`)
   return { ownerId: row.user_id, alert: toAlert(row) }
 }

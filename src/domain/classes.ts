@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import type { Selectable } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
@@ -58,8 +59,12 @@ export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
   return { items: rows.map(toClass), total }
 }
 
+const classById = compiledOne((db, classId: string) => selectClasses(db).where('class.id', '=', classId))
+const studentInClass = compiledOne((db, studentId: string, classId: string) => db.selectFrom('student').selectAll()
+  .where('id', '=', studentId).where('class_id', '=', classId))
+
 export async function getClass (db: Db, classId: string): Promise<Class> {
-  return toClass(await orNotFound(selectClasses(db).where('class.id', '=', classId).executeTakeFirst(),
+  return toClass(await orNotFound(classById(db, classId),
     'ClassNotFound', `no class with id ${classId}`))
 }
 
@@ -89,7 +94,7 @@ export async function listStudents (db: Db, classId: string, query: StudentListQ
 
 /** A student is found only in their own class: under another class it is 404. */
 export async function getStudent (db: Db, classId: string, studentId: string): Promise<Student> {
-  return toStudent(await orNotFound(db.selectFrom('student').selectAll().where('id', '=', studentId).where('class_id', '=', classId).executeTakeFirst(),
+  return toStudent(await orNotFound(studentInClass(db, studentId, classId),
     'StudentNotFound', `no student with id ${studentId} in class ${classId}`))
 }
 

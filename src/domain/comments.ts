@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import { AppError } from './errors.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { isPostgres } from '../db/dialect.js'
@@ -47,10 +48,12 @@ export async function listComments (db: Executor, postId: string, viewerId: stri
   return { comments: rows.map(toComment), total }
 }
 
+const commentOnPost = compiledOne((db, postId: string, commentId: string) => selectComments(db, postId).where('comment.id', '=', commentId))
+
 /** One comment; a comment under another post is 404 like a missing one. */
 export async function getComment (db: Executor, postId: string, commentId: string, viewerId: string | undefined): Promise<Comment> {
   await assertPostVisible(db, postId, viewerId)
-  const row = await selectComments(db, postId).where('comment.id', '=', commentId).executeTakeFirst()
+  const row = await commentOnPost(db, postId, commentId)
   if (!row) throw new AppError('ResourceNotFound', `no comment ${commentId} on post ${postId}`)
   return toComment(row)
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import type { Selectable } from 'kysely'
 import { AppError, orNotFound } from './errors.js'
 import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
@@ -56,7 +57,7 @@ export async function getCourse (db: Db, courseId: string, viewerId: string | un
  * Another creator's draft or scheduled course gets the 422 of a missing one, so it does not leak.
  */
 export async function assertOwnCourse (db: Db, courseId: string, userId: string): Promise<void> {
-  const post = await db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId).executeTakeFirst()
+  const post = await courseHead(db, courseId)
   if (!post || post.type !== 'COURSE' || !isVisible(post, userId)) {
     throw new AppError('ValidationFailed', `no course with id ${courseId}`, {
       errors: [{ in: 'body', field: '/course_id', rule: 'course', message: 'must be the id of a course' }]
@@ -67,6 +68,11 @@ export async function assertOwnCourse (db: Db, courseId: string, userId: string)
 
 const POSITIONED_SORT = { position: 'position', title: 'title', created_at: 'created_at' }
 const BY_POSITION = [{ column: 'position', direction: 'asc' as const }]
+const courseHead = compiledOne((db, courseId: string) => db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId))
+const chapterById = compiledOne((db, chapterId: string) => db.selectFrom('chapter').selectAll().where('id', '=', chapterId))
+const chapterInCourse = compiledOne((db, chapterId: string, courseId: string) => db.selectFrom('chapter').selectAll()
+  .where('id', '=', chapterId).where('course_id', '=', courseId))
+const lessonById = compiledOne((db, lessonId: string) => db.selectFrom('lesson').selectAll().where('id', '=', lessonId))
 const chapterList = compiledList((db, v: { courseId: string }) => db.selectFrom('chapter').selectAll().where('course_id', '=', v.courseId))
 const lessonList = compiledList((db, v: { chapterId: string }) => db.selectFrom('lesson').selectAll().where('chapter_id', '=', v.chapterId))
 
@@ -78,7 +84,7 @@ export async function listChapters (db: Db, courseId: string, viewerId: string |
 
 /** A chapter of a course the viewer cannot see is as missing as one that does not exist. */
 export async function getChapter (db: Db, chapterId: string, viewerId: string | undefined): Promise<Chapter> {
-  const row = await orNotFound(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).executeTakeFirst(),
+  const row = await orNotFound(chapterById(db, chapterId),
     'ChapterNotFound', `no chapter with id ${chapterId}`)
   await getCourse(db, row.course_id, viewerId).catch((err: unknown) => {
     throw err instanceof AppError && err.code === 'CourseNotFound' ? chapterNotFound(chapterId) : err
@@ -88,7 +94,7 @@ export async function getChapter (db: Db, chapterId: string, viewerId: string | 
 
 /** The chapter under its own course; under another course it is 404. */
 async function chapterOf (db: Db, courseId: string, chapterId: string): Promise<Chapter> {
-  const row = await orNotFound(db.selectFrom('chapter').selectAll().where('id', '=', chapterId).where('course_id', '=', courseId).executeTakeFirst(),
+  const row = await orNotFound(chapterInCourse(db, chapterId, courseId),
     'ChapterNotFound', `no chapter with id ${chapterId} in course ${courseId}`)
   return toChapter(row)
 }
@@ -134,7 +140,7 @@ export async function getLesson (db: Db, lessonId: string, viewerId: string | un
 }
 
 async function getLessonRow (db: Db, lessonId: string): Promise<Lesson> {
-  return toLesson(await orNotFound(db.selectFrom('lesson').selectAll().where('id', '=', lessonId).executeTakeFirst(),
+  return toLesson(await orNotFound(lessonById(db, lessonId),
     'LessonNotFound', `no lesson with id ${lessonId}`))
 }
 

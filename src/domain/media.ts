@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import type { Readable } from 'node:stream'
 import parseRange from 'range-parser'
 import type { Selectable } from 'kysely'
@@ -102,8 +103,10 @@ export async function createMedia (db: Db, storage: MediaStorage, ownerId: strin
   }
 }
 
+const mediaById = compiledOne((db, id: string) => db.selectFrom('media').selectAll().where('id', '=', id))
+
 export async function getMedia (db: Db, id: string): Promise<MediaRow> {
-  const row = await db.selectFrom('media').selectAll().where('id', '=', id).executeTakeFirst()
+  const row = await mediaById(db, id)
   if (!row) throw new AppError('MediaNotFound', `no media with id ${id}`)
   return row
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import { AppError } from './errors.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
@@ -46,10 +47,12 @@ export async function listReviews (db: Executor, postId: string, viewerId: strin
   return { reviews: rows.map(toReview), total }
 }
 
+const reviewOfPost = compiledOne((db, postId: string, reviewId: string) => selectReviews(db, postId).where('review.id', '=', reviewId))
+
 /** One review; a review of another post is 404 like a missing one. */
 export async function getReview (db: Executor, postId: string, reviewId: string, viewerId: string | undefined): Promise<Review> {
   await assertPostVisible(db, postId, viewerId)
-  const row = await selectReviews(db, postId).where('review.id', '=', reviewId).executeTakeFirst()
+  const row = await reviewOfPost(db, postId, reviewId)
   if (!row) throw new AppError('ResourceNotFound', `no review ${reviewId} on post ${postId}`)
   return toReview(row)
 }

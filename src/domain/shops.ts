@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compiledOne } from '../db/compiled.js'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
@@ -65,8 +66,12 @@ export async function listShops (db: Db, query: ShopListQuery, page: Page) {
   return { items: rows.map(toShop), total }
 }
 
+const shopById = compiledOne((db, shopId: string) => selectShops(db).where('shop.id', '=', shopId))
+const productInShop = compiledOne((db, productId: string, shopId: string) => db.selectFrom('product').selectAll()
+  .where('id', '=', productId).where('shop_id', '=', shopId))
+
 export async function getShop (db: Db, shopId: string): Promise<Shop> {
-  return toShop(await orNotFound(selectShops(db).where('shop.id', '=', shopId).executeTakeFirst(),
+  return toShop(await orNotFound(shopById(db, shopId),
     'ShopNotFound', `no shop with id ${shopId}`))
 }
 
@@ -122,8 +127,7 @@ export async function listProducts (db: Db, shopId: string, query: ProductListQu
 
 /** A product is found only under its own shop: under another shop it is 404. */
 export async function getProduct (db: Db, shopId: string, productId: string): Promise<Product> {
-  const row = await orNotFound(db.selectFrom('product').selectAll()
-    .where('id', '=', productId).where('shop_id', '=', shopId).executeTakeFirst(),
+  const row = await orNotFound(productInShop(db, productId, shopId),
   'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
   return toProduct(row)
 }

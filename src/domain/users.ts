@@ -5,7 +5,7 @@ import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../sch
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
-import { compiledOnce } from '../db/compiled.js'
+import { compiledOne, compiledOnce } from '../db/compiled.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
 
@@ -132,14 +132,17 @@ export async function checkCredentials (db: Db, username: string, password: stri
   return { id: user.id, generation: Number(user.token_generation) }
 }
 
+const profileById = compiledOne((db, id: string) => selectProfile(db).where('profile.id', '=', id))
+const myProfileById = compiledOne((db, id: string) => selectProfile(db).select(['user.email', 'user.email_verified_at']).where('profile.id', '=', id))
+
 export async function getProfile (db: Db, id: string): Promise<Profile> {
-  const row = await selectProfile(db).where('profile.id', '=', id).executeTakeFirst()
+  const row = await profileById(db, id)
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
   return toProfile(row)
 }
 
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
-  const row = await selectProfile(db).select(['user.email', 'user.email_verified_at']).where('profile.id', '=', id).executeTakeFirst()
+  const row = await myProfileById(db, id)
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
   return { ...toProfile(row), email: row.email, email_verified: row.email_verified_at !== null }
 }
