@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql } from 'kysely'
+import { sql, type Insertable } from 'kysely'
 import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
@@ -7,6 +7,7 @@ import { clockIso, formatDateTime, formatNullableDateTime, writeTimeIso, clockMs
 import { compiledList, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Db, Executor } from '../db/dialect.js'
+import type { PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { compiledOnce, compiledPerShape, type Values } from '../db/compiled.js'
 import { verifiedAddress } from './email-verification.js'
@@ -185,11 +186,11 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
   return inTransaction(db, slug, async (trx) => {
-    await trx.insertInto('post').values({
+    await insertPost(trx, undefined, {
       id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '',
       tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
       created_at: now, updated_at: now, sort_at: latest(now, publishedAt)
-    }).execute()
+    })
     await writeTags(trx, id, tags)
     return toPost((await postById(trx, id))[0])
   })
@@ -272,8 +273,12 @@ async function inTransaction<T> (db: Executor, slug: string | null, work: (trx: 
   }
 }
 
+const insertPost = compiledPerShape((db, _: undefined, row: Insertable<PostTable> & Values) => db.insertInto('post').values(row))
+const insertTags = compiledPerShape((db, _: undefined, v: { postId: string, tags: string[] }) =>
+  db.insertInto('post_tag').values(v.tags.map(tag => ({ post_id: v.postId, tag }))))
+
 async function writeTags (trx: Executor, postId: string, tags: string[]): Promise<void> {
-  if (tags.length > 0) await trx.insertInto('post_tag').values(tags.map(tag => ({ post_id: postId, tag }))).execute()
+  if (tags.length > 0) await insertTags(trx, undefined, { postId, tags })
 }
 
 /** Tags are matched case-insensitively: stored lower-cased, each once, in the order given. */
