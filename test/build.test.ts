@@ -38,3 +38,13 @@ t.test('dist holds only runtime code: the build takes exactly what server.ts and
     t.same(built.filter(f => f.startsWith(tooling)), [], `nothing from ${tooling}`)
   }
 })
+
+t.test('every file the build takes is a root of it, so `tsc -b` (npm start) rebuilds when any of them changes', async (t) => {
+  // tsc -b decides "up to date" from the root files' times alone: an edited imported file that is
+  // not a root left `npm start` serving the old code.
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+  const listed = async (args: string[]) => (await run(process.execPath, [tsc, '-p', 'tsconfig.build.json', ...args], { cwd: ROOT, maxBuffer: 1 << 24 })).stdout
+  const built = (await listed(['--listFilesOnly'])).split('\n').map(f => f.trim()).filter(f => f.startsWith(ROOT) && !f.includes('/node_modules/')).map(f => relative(ROOT, f)).sort()
+  const roots = (JSON.parse(await listed(['--showConfig'])) as { files: string[] }).files.map(f => relative(ROOT, resolve(ROOT, f))).sort()
+  t.same(roots, built)
+})
