@@ -78,6 +78,39 @@ t.test('a second process migrating the same database finds it up to date', async
   t.same(await whileMigrating(() => migrateToLatest(b)), [])
 })
 
+t.test('one migration behind, the Migrator applies it; up to date, a start reads the list and skips the Migrator', async (t) => {
+  const { url, schema } = await freshDatabase(t)
+  const queries: string[] = []
+  const db = createDb(url, { schema, log: (event) => { queries.push(event.query.sql) } })
+  t.teardown(() => db.destroy())
+  const names = Object.keys(migrations)
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  t.error((await whileMigrating(() => migrator.migrateTo(names.at(-2)!))).error)
+
+  queries.length = 0
+  t.same(await whileMigrating(() => migrateToLatest(db)), [names.at(-1)], 'the missing one is applied')
+  t.ok(queries.some(q => q.includes('kysely_migration_lock')), 'by the Migrator (it checks its lock table)')
+  queries.length = 0
+  t.same(await whileMigrating(() => migrateToLatest(db)), [], 'then nothing to do')
+  t.notOk(queries.some(q => q.includes('kysely_migration_lock')), 'and no Migrator')
+  t.ok(queries.length <= 2, `${queries.length} queries`)
+})
+
+t.test('instances starting at once on a new database: each migration applied once, all of them up to date', { skip: dialect === 'sqlite' && 'one SQLite writer per file: a second waits synchronously, blocking this process' }, async (t) => {
+  const { url, schema } = await freshDatabase(t)
+  const dbs = [1, 2, 3].map(() => createDb(url, { schema }))
+  t.teardown(() => Promise.all(dbs.map(db => db.destroy())))
+  const applied = await whileMigrating(() => Promise.all(dbs.map(db => migrateToLatest(db))))
+  t.same(applied.flat().sort(), Object.keys(migrations), 'each once')
+  t.same(await Promise.all(dbs.map(db => migrateToLatest(db))), [[], [], []], 'then up to date for every one')
+})
+
+t.test('a database migrated by a newer release (a migration this one does not know) still fails the start', async (t) => {
+  const db = await openDb(t)
+  await sql`insert into kysely_migration (name, timestamp) values ('2099_01_01_0001_from_a_newer_release', ${new Date().toISOString()})`.execute(db)
+  await t.rejects(whileMigrating(() => migrateToLatest(db)), /corrupted migrations: previously executed migration 2099_01_01_0001_from_a_newer_release is missing/)
+})
+
 t.test('SQLite files run in WAL mode with foreign keys on', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'roja-db-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
