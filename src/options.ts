@@ -111,6 +111,9 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<P
     removeAdditional: false, // unknown input is refused (422), never dropped
     useDefaults: true,
     strict: false,
+    // Our schemas are constants, checked against the meta-schema by test/schemas.test.ts; checking
+    // them at every start compiled the meta-schema in each instance (fast-json-stringify skips it too).
+    validateSchema: false,
     ...options
   })
   formats.default(ajv)
