@@ -626,16 +626,24 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     // Cold start: fresh processes on the (migrated) small database, nothing else running; then idle RSS.
+    // With BENCH_BEFORE the old build starts in turn with the new one, on its own copy.
     await guarded('startup', result, revive, async () => {
       await down(...servers)
-      const starts: Array<{ readyMs: number, idleRssMiB: number }> = []
-      for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
-        const s = await startRoja(`${dialect}-roja-cold`, small!.url)
+      type Start = { readyMs: number, idleRssMiB: number }
+      const starts: Start[] = []
+      const beforeStarts: Start[] = []
+      const coldStart = async (name: string, url: string, into: Start[], dir?: string) => {
+        const s = await startRoja(name, url, dir)
         await sleep(SMOKE ? 500 : 2000)
-        starts.push({ readyMs: s.readyMs, idleRssMiB: rssBytes(s.child.pid!) / 1048576 })
+        into.push({ readyMs: s.readyMs, idleRssMiB: rssBytes(s.child.pid!) / 1048576 })
         await stop(s)
       }
-      return { readyMs: median(starts.map(s => s.readyMs)), idleRssMiB: median(starts.map(s => s.idleRssMiB)), runs: starts }
+      for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
+        await coldStart(`${dialect}-roja-cold`, small!.url, starts)
+        if (BEFORE) await coldStart(`${dialect}-roja-before-cold`, dbs.before!.url, beforeStarts, BEFORE_DIR)
+      }
+      const summary = (list: Start[]) => ({ readyMs: median(list.map(s => s.readyMs)), idleRssMiB: median(list.map(s => s.idleRssMiB)), runs: list })
+      return { ...summary(starts), ...(BEFORE ? { before: summary(beforeStarts) } : {}) }
     })
     return result
   } finally {
@@ -696,6 +704,7 @@ function table (dialect: string, r: any): string {
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}`)
   }
   if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)
+  if (r.startup?.before) lines.push(`-- startup, roja before: ready in ${r.startup.before.readyMs.toFixed(0)} ms, idle RSS ${r.startup.before.idleRssMiB.toFixed(1)} MiB (same rounds, started in turn)`)
   if (VERDICTS) for (const g of goals(dialect, r)) lines.push(`${g.met === null ? 'NO VERDICT' : g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
   else lines.push(`(no verdicts: ${SMOKE ? 'the smoke measures nothing properly' : CPU_PROF ? 'profiling run' : `${RUNS} round(s), verdicts need ≥ 3`})`)
   return lines.join('\n')
