@@ -39,8 +39,20 @@ export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape:
 
 /** A query of one fixed shape whose values are its arguments, in order: `compiledOnce((db, id: string) => …)`. */
 export function compiledOnce<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R[]> {
-  const run = compiledPerShape((db, _: undefined, values: Values) => build(db, ...(Object.values(values) as A)))
-  return async (db, ...args) => run(db, undefined, Object.fromEntries(args.map((v, i) => [`a${i}`, v])))
+  // The hot path of every read by key: no shape key, parameters straight from the arguments.
+  const byDialect = new Map<boolean, { compiled: CompiledQuery<R>, slots: Array<{ arg: number } | { value: unknown }> }>()
+  return async (db, ...args) => {
+    const postgres = isPostgres(db)
+    let entry = byDialect.get(postgres)
+    if (!entry) {
+      const { compiled, slots } = compile(db as Db, undefined, Object.fromEntries(args.map((v, i) => [i, v])), (d, _, v: Values) => build(d, ...(Object.values(v) as A)))
+      entry = { compiled, slots: slots.map(s => ('value' in s ? s : { arg: Number(s.name) })) }
+      byDialect.set(postgres, entry)
+    }
+    const parameters = entry.slots.map(s => ('value' in s ? s.value : args[s.arg]))
+    const result = await db.executeQuery<R>({ ...entry.compiled, parameters, queryId: createQueryId() })
+    return result.rows
+  }
 }
 
 function shapeKey (postgres: boolean, shape: unknown, values: Values): string {
