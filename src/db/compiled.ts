@@ -31,9 +31,7 @@ export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape:
       if (entries.size >= SHAPES_PER_QUERY) entries.delete(entries.keys().next().value!)
       entries.set(key, entry)
     }
-    const parameters = entry.slots.map(s => ('value' in s ? s.value : s.index === undefined ? values[s.name] : (values[s.name] as unknown[])[s.index]))
-    const result = await db.executeQuery<R>({ ...entry.compiled, parameters, queryId: createQueryId() })
-    return result.rows
+    return run(db, entry.compiled, entry.slots.map(s => ('value' in s ? s.value : s.index === undefined ? values[s.name] : (values[s.name] as unknown[])[s.index])))
   }
 }
 
@@ -49,10 +47,12 @@ export function compiledOnce<R, A extends Array<string | number | boolean>> (bui
       entry = { compiled, slots: slots.map(s => ('value' in s ? s : { arg: Number(s.name) })) }
       byDialect.set(postgres, entry)
     }
-    const parameters = entry.slots.map(s => ('value' in s ? s.value : args[s.arg]))
-    const result = await db.executeQuery<R>({ ...entry.compiled, parameters, queryId: createQueryId() })
-    return result.rows
+    return run(db, entry.compiled, entry.slots.map(s => ('value' in s ? s.value : args[s.arg])))
   }
+}
+
+async function run<R> (db: Executor, compiled: CompiledQuery<R>, parameters: unknown[]): Promise<R[]> {
+  return (await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() })).rows
 }
 
 function shapeKey (postgres: boolean, shape: unknown, values: Values): string {

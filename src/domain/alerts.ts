@@ -58,24 +58,24 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
 
 const ALERT_SORT = { created_at: 'created_at' }
 
-/** The caller's own alerts, newest first by default. */
 const alertList = compiledList((db, v: { userId: string, kind?: string }) => {
   const q = db.selectFrom('alert').selectAll().where('user_id', '=', v.userId)
   return v.kind === undefined ? q : q.where('kind', '=', v.kind)
 })
 
+/** The caller's own alerts, newest first by default. */
 export async function listAlerts (db: Db, userId: string, query: AlertListQuery, page: Page) {
   const sort = parseSort(query.sort, ALERT_SORT, [{ column: 'created_at', direction: 'desc' }])
   const { rows, total } = await alertList.page(db, { userId, kind: query.kind }, sort, page)
   return { items: rows.map(toAlert), total }
 }
 
+const alertById = compiledOne((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
+
 /**
  * One alert and whose it is; the route checks ownership with the shared assertOwner,
  * so another user's alert is 403 UserNotOwner and a missing one 404 AlertNotFound.
  */
-const alertById = compiledOne((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
-
 export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: string, alert: Alert }> {
   const row = await orNotFound(alertById(db, alertId),
     'AlertNotFound', `no alert with id ${alertId}`)
