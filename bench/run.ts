@@ -11,7 +11,7 @@
  *   fleet     two Roja instances on one PostgreSQL taking writes together  vs  one instance
  *   size      first page and random pages at BENCH_SMALL  vs  at BENCH_LARGE posts (two servers)
  *   cursor    GET /v2/posts page 1000  vs  page 1 (large database)
- *   startup   cold start to ready and idle RSS (median of 3 starts)
+ *   startup   cold start to ready and idle RSS (median of 3 starts; `BENCH_STARTS` sets how many)
  *   list, auth  (only when named) the first page vs node:http and the minimal server; profiles/me vs a public profile
  *
  * Settings: see bench/README.md. Prints a table per dialect with its goals and verdicts and writes
@@ -54,6 +54,8 @@ const num = (name: string, normal: number, smoke: number) => Number(env[name] ??
 const RUNS = num('BENCH_RUNS', 5, 1)
 const DURATION = num('BENCH_DURATION', 3, 0.5)
 const WARMUP = num('BENCH_WARMUP', 2, 0)
+// cold starts per build in `startup` (the median is reported)
+const STARTS = num('BENCH_STARTS', 3, 1)
 const CONNECTIONS = num('BENCH_CONNECTIONS', 50, 10)
 const SMALL = num('BENCH_SMALL', 10_000, 300)
 const LARGE = num('BENCH_LARGE', 1_000_000, 1_000)
@@ -638,7 +640,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
         into.push({ readyMs: s.readyMs, idleRssMiB: rssBytes(s.child.pid!) / 1048576 })
         await stop(s)
       }
-      for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
+      for (let i = 0; i < STARTS; i++) {
         await coldStart(`${dialect}-roja-cold`, small!.url, starts)
         if (BEFORE) await coldStart(`${dialect}-roja-before-cold`, dbs.before!.url, beforeStarts, BEFORE_DIR)
       }
