@@ -5,7 +5,7 @@
  *
  *   DATABASE_URL=sqlite:bench/.tmp/cache/large-1000000.sqlite node --import tsx bench/explain.ts
  */
-import { type KyselyPlugin, type RootOperationNode } from 'kysely'
+import { type KyselyPlugin, type RootOperationNode } from '../src/db/kysely.js'
 import { createDb, isPostgres } from '../src/db/dialect.js'
 import { listPosts, listPostsAfter } from '../src/domain/posts.js'
 

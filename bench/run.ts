@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 // @ts-expect-error autocannon ships no types; the part used here is typed below
 import autocannonUntyped from 'autocannon'
-import { sql } from 'kysely'
+import { sql } from '../src/db/kysely.js'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'

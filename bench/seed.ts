@@ -4,7 +4,7 @@
  * way the domain does), then on PostgreSQL `vacuum analyze`, as autovacuum would have by now.
  * Usage: node --import tsx bench/seed.ts <DATABASE_URL> <posts>; prints one JSON line.
  */
-import { sql } from 'kysely'
+import { sql } from '../src/db/kysely.js'
 import { createDb, isPostgres } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { seed } from '../scripts/seed.js'

@@ -1,6 +1,6 @@
 import { channel } from 'node:diagnostics_channel'
 import fp from 'fastify-plugin'
-import { sql, type LogEvent } from 'kysely'
+import { sql, type LogEvent } from '../src/db/kysely.js'
 import { createDb, type Db, type DbOptions } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 

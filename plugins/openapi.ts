@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { Type } from '@sinclair/typebox'
+import { Type } from '../schemas/typebox.js'
 import { PACKAGE_VERSION } from '../src/meta.js'
 import { describeDocument, type RouteFacts } from './openapi-document.js'
 

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { DateTime, ListOf, ListQuery, Params, Uuid, ref, Nullable } from './common.js'
 
 export const AlertKind = Type.Union([Type.Literal('review'), Type.Literal('comment')], {

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 
 // Lenient on purpose: a wrong username must fail like a wrong password (401), not as 422.
 const Username = Type.String({ minLength: 1, maxLength: 256, examples: ['ada_lovelace'] })

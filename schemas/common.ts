@@ -1,4 +1,4 @@
-import { Type, type SchemaOptions, type Static, type TSchema, type TObject, type TProperties } from '@sinclair/typebox'
+import { Type, type SchemaOptions, type Static, type TSchema, type TObject, type TProperties } from './typebox.js'
 
 /** A reference to a named component schema that still carries its static type. */
 export function ref<T extends TSchema> (schema: T) {

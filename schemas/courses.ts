@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { DateTime, ListOf, ListQuery, OFFSET_MAX, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
 import { Post } from './posts.js'
 

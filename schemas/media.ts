@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { DateTime, MediaUrl, Params, Uuid } from './common.js'
 
 /** An uploaded file as the API describes it; the bytes are at `url`. */

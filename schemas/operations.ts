@@ -1,5 +1,5 @@
 import { Nullable } from './common.js'
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 
 export const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { PageQuery, ref, Nullable } from './common.js'
 import { Post, PostListQuery } from './posts.js'
 

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, Nullable, OptionalOrNull, Params, Uuid, ref } from './common.js'
 
 

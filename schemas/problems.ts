@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 
 /**
  * The error catalogue: every problem code declared once with its status and title.

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { DateTime, MediaUrl, Nullable, OptionalOrNull, Uuid } from './common.js'
 
 /** The fixed list of favorite_band values (spec UserBase: "only values from a fixed list"). */

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from './typebox.js'
 import { Params, Uuid } from './common.js'
 
 /** POST /users/{userId}/email and /verification-emails: the user is the caller (self only). */

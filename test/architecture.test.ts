@@ -59,3 +59,18 @@ t.test('the checker itself sees a forbidden import', async (t) => {
   t.equal(target('src/domain/posts.ts', '@fastify/jwt/x'), '@fastify/jwt')
   t.same(importsOf('src/domain/errors.ts'), ['../../schemas/problems.js'])
 })
+
+// src/db/kysely.ts and schemas/typebox.ts load the CommonJS builds (half the start-up time of the
+// ES modules); a value imported from the package itself would load its ES modules beside them.
+const LOADERS: Record<string, string> = { kysely: 'src/db/kysely.ts', '@sinclair/typebox': 'schemas/typebox.ts' }
+const valueImports = (text: string) =>
+  [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s+(?!type\s)[^'"]*?from\s+'(kysely|@sinclair\/typebox)(?:\/[^']*)?'|import\(\s*'(kysely|@sinclair\/typebox)'/g)].map(m => m[1] ?? m[2])
+
+t.test('Kysely and TypeBox values come only through their loaders (one copy, the CommonJS build)', async (t) => {
+  const offenders: string[] = []
+  for (const file of ['src', 'plugins', 'schemas', 'scripts', 'test', 'bench'].flatMap(files).filter(f => !f.includes('/.tmp/'))) {
+    for (const pkg of valueImports(readFileSync(join(root, file), 'utf8'))) if (LOADERS[pkg] !== file) offenders.push(`${file} imports ${pkg}`)
+  }
+  t.same(offenders, [])
+  t.same(valueImports("import { sql, type Kysely } from 'kysely'\nimport type { Static } from '@sinclair/typebox'\nimport { Type } from '@sinclair/typebox'"), ['kysely', '@sinclair/typebox'], 'the check sees a value import, not a type import')
+})

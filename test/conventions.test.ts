@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import { Type } from '@sinclair/typebox'
-import { sql } from 'kysely'
+import { Type } from '../schemas/typebox.js'
+import { sql } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { ListOf, PageQuery, DateTime, DateTimeInput, DateOnly, Params, Uuid, ref } from '../schemas/common.js'
 import { Problem, errorResponses } from '../schemas/problems.js'

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely } from '../../src/db/kysely.js'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { RouteInfo, SchemaMap, TableInfo } from './check.js'
 

@@ -1,4 +1,4 @@
-import { createQueryId, type Compilable, type CompiledQuery, type RawBuilder } from 'kysely'
+import { createQueryId, type Compilable, type CompiledQuery, type RawBuilder } from './kysely.js'
 import { isPostgres, type Db, type Executor } from './dialect.js'
 
 /** A query builder, or a `sql` template (compiled against the database) */

@@ -5,7 +5,7 @@ import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
   Kysely, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase
-} from 'kysely'
+} from './kysely.js'
 import type { Database } from './schema.js'
 
 // Each driver is loaded only for the dialect in use: an instance carries one of them, not both.

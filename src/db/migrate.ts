@@ -1,4 +1,4 @@
-import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
+import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Migration, type MigrationProvider } from './kysely.js'
 import { isPostgres, type Db } from './dialect.js'
 import * as initial from './migrations/2026_11_21_0001_initial.js'
 import * as postCounter from './migrations/2026_11_21_0002_post_counter.js'

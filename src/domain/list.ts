@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely'
+import { sql, type SelectQueryBuilder } from '../db/kysely.js'
 import { compiledPerShape, type Values } from '../db/compiled.js'
 import type { Db, Executor } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql } from '../db/kysely.js'
 import { compiledPerShape } from '../db/compiled.js'
 import type { Executor } from '../db/dialect.js'
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Insertable } from 'kysely'
+import { sql, type Insertable } from '../db/kysely.js'
 import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'

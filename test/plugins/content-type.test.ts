@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../schemas/typebox.js'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'

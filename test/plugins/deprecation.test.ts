@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../schemas/typebox.js'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import deprecation from '../../plugins/deprecation.js'

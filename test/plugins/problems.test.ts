@@ -1,5 +1,5 @@
 import { connect, type AddressInfo } from 'node:net'
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../schemas/typebox.js'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'

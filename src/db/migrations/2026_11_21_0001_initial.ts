@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely } from '../kysely.js'
 import { isPostgres } from '../dialect.js'
 
 // Timestamps are timestamptz on PostgreSQL and ISO-8601 text on SQLite (which sorts the same way).

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely } from '../kysely.js'
 import { isPostgres } from '../dialect.js'
 import * as dataVersion from './2026_11_21_0004_data_version.js'
 import * as postCounter from './2026_11_21_0002_post_counter.js'

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely } from '../kysely.js'
 import { isPostgres } from '../dialect.js'
 
 /**

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream'
 import accepts from '@fastify/accepts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../../schemas/typebox.js'
 import multipart, { receiveFile } from '../../../plugins/multipart.js'
 import { AppError } from '../../domain/errors.js'
 import { NotModified, ref } from '../../../schemas/common.js'

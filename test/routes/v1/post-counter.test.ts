@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
+import { sql } from '../../../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { dialect, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
