@@ -86,7 +86,7 @@ const db = postgres ? openPg() : openSqlite()
 const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "post"."body", "post"."tags", "post"."media_url",
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
 const FROM = `from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
-const ORDER = 'order by "post"."sort_at" desc, "post"."id" desc limit ? offset ?'
+const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
 const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "tags", "media_url", "published_at",
@@ -130,9 +130,11 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
     total = db.all(`select coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
       - (select count(*) from post where published_at > ? ${ofType}) as total`, q.type === undefined ? [now] : [q.type, now, q.type])
   } else {
-    total = db.all(`select count(*) as "total" ${FROM} ${filter}`, params)
+    total = db.all(`select count(*) as "total" from "post" ${filter}`, params)
   }
-  const [rows, [count]] = await Promise.all([db.all(`select ${COLUMNS} ${FROM} ${filter} ${ORDER}`, [...params, limit, offset]), total])
+  // The page's keys from the post table alone (the rows an offset skips stay in the index), then those posts with their joins.
+  const page = `select ${COLUMNS} ${FROM} where "post"."id" in (select "post"."id" from "post" ${filter} ${SORT} limit ? offset ?) ${SORT}`
+  const [rows, [count]] = await Promise.all([db.all(page, [...params, limit, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }
 }
 

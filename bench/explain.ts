@@ -5,17 +5,16 @@
  *
  *   DATABASE_URL=sqlite:bench/.tmp/cache/large-1000000.sqlite node --import tsx bench/explain.ts
  */
-import { type KyselyPlugin, type RootOperationNode } from '../src/db/kysely.js'
+import type { CompiledQuery } from '../src/db/kysely.js'
 import { createDb, isPostgres } from '../src/db/dialect.js'
 import { listPosts, listPostsAfter } from '../src/domain/posts.js'
 
-const db = createDb(process.env.DATABASE_URL!)
-const captured: RootOperationNode[] = []
-const capture: KyselyPlugin = {
-  transformQuery: ({ node }) => { captured.push(node); return node },
-  transformResult: async ({ result }) => result
-}
-const traced = db.withPlugin(capture)
+// Queries are compiled once and run with each request's values: the statements are captured as
+// they run (Kysely's log), with their values.
+const captured: CompiledQuery[] = []
+let capturing = false
+const db = createDb(process.env.DATABASE_URL!, { log: (event) => { if (capturing) captured.push(event.query) } })
+const traced = db
 const postgres = isPostgres(db)
 
 for (const [title, run] of [
@@ -29,10 +28,11 @@ for (const [title, run] of [
   }]
 ] as const) {
   captured.length = 0
+  capturing = true
   await run()
+  capturing = false
   console.log(`\n### ${title}`)
-  for (const node of captured) {
-    const query = db.getExecutor().compileQuery(node, { queryId: 'explain' })
+  for (const query of [...captured]) {
     const started = performance.now()
     const rows = await db.executeQuery({ ...query, sql: `${postgres ? 'explain analyze' : 'explain query plan'} ${query.sql}` })
     const ms = performance.now() - started

@@ -269,7 +269,7 @@ t.test('compiledPerShape refuses a value used for structure or transformed', asy
   await t.rejects(structural(db, undefined, { column: 'id' }), /placeholder .*column is not a value of the query/)
 })
 
-t.test('compiledList: page and total as the builder gives them, for each filter shape and sort', async (t) => {
+t.test('compiledList: page and total as the builder gives them, for each filter shape and sort, plain and keyed', async (t) => {
   const db = await openDb(t)
   for (let i = 0; i < 7; i++) await insertUser(db, `c${i}`, { is_active: i % 2 === 0, is_creator: i % 3 === 0 })
   const filtered = (d: Db, v: { active?: boolean, from?: string }) => {
@@ -279,6 +279,8 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
     return q
   }
   const list = compiledList(filtered)
+  // keyed: the page's keys found on the table alone, then those rows read (with their joins in a real list)
+  const keyed = compiledList((d: Db, v: { active?: boolean, from?: string }) => filtered(d, v).clearSelect(), { key: 'user.id', rows: (d: Db) => d.selectFrom('user').select(['id', 'username']) })
   for (const v of [{}, { active: true }, { active: false }, { from: 'c3' }, { active: true, from: 'c2' }]) {
     for (const sort of [[{ column: 'id', direction: 'asc' as const }], [{ column: 'username', direction: 'desc' as const }, { column: 'id', direction: 'desc' as const }]]) {
       for (const page of [{ limit: 2, offset: 0 }, { limit: 2, offset: 3 }, { limit: 10, offset: 0 }, { limit: 1, offset: 9 }]) {
@@ -287,6 +289,7 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
         const rows = await q.limit(page.limit).offset(page.offset).execute()
         const all = await filtered(db, v).execute()
         t.same(await list.page(db, v, sort, page), { rows, total: all.length }, `${JSON.stringify(v)} ${sort.map(k => k.column).join()} ${page.limit}@${page.offset}`)
+        t.same(await keyed.page(db, v, sort, page), { rows, total: all.length }, `keyed: ${JSON.stringify(v)} ${sort.map(k => k.column).join()} ${page.limit}@${page.offset}`)
       }
     }
   }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Insertable } from '../db/kysely.js'
+import { sql, type Insertable, type SelectQueryBuilder } from '../db/kysely.js'
 import { AppError } from './errors.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
 import { clockIso, formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { compiledList, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
-import type { Db, Executor } from '../db/dialect.js'
-import type { PostTable } from '../db/schema.js'
+import type { Executor } from '../db/dialect.js'
+import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { compiledOnce, compiledPerShape, type Values } from '../db/compiled.js'
 import { verifiedAddress } from './email-verification.js'
@@ -122,9 +122,12 @@ function filterValues (query: PostFilters | CreatorPostListQuery, scope: PostSco
   }
 }
 
-/** The filters of every post list (v1 and v2): visibility, creator, type, tags. */
-function filterPosts (db: Db, v: PostFilterValues) {
-  let q = selectPosts(db)
+/**
+ * The filters of every post list (v1 and v2): visibility, creator, type, tags. They read the post
+ * table alone, so a v1 page finds its posts' keys without the joins (compiledList's Keyed).
+ */
+function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: PostFilterValues): Q {
+  let q = query as unknown as PostQuery
   if (v.now !== undefined) q = q.where('post.published_at', '<=', v.now)
   if (v.creatorId !== undefined) q = q.where('post.creator_id', '=', v.creatorId)
   if (v.type !== undefined) q = q.where('post.type', '=', v.type as Post['type'])
@@ -134,17 +137,18 @@ function filterPosts (db: Db, v: PostFilterValues) {
       .where('post_tag.tag', 'in', tags).groupBy('post_tag.post_id')
       .having(sql<number>`count(*)`, '=', tags.length))
   }
-  return q
+  return q as Q
 }
+type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
-const postList = compiledList(filterPosts)
+const postList = compiledList((db, v: PostFilterValues) => filterPosts(db.selectFrom('post'), v), { key: 'post.id', rows: selectPosts })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
 
 /** v2's page: the posts after a position, in the default order, one more than asked (is there a next page?). */
 const postsAfter = compiledPerShape((db, _: undefined, v: PostFilterValues & { sortAt?: string, id?: string, limit: number }) => {
-  let q = filterPosts(db, v).select('post.sort_at')
+  let q = filterPosts(selectPosts(db).select('post.sort_at'), v)
   const { sortAt, id } = v
   if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
   return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(v.limit)
