@@ -6,8 +6,10 @@ import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
 import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
 import { compiledList } from '../src/domain/list.js'
+import { listPosts } from '../src/domain/posts.js'
+import { seed } from '../scripts/seed.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
-import { formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
+import { clockIso, formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
 import { createAjv } from '../src/options.js'
 import { dialect, freshDatabase, whileMigrating } from './helper.js'
 
@@ -279,8 +281,8 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
     return q
   }
   const list = compiledList(filtered)
-  // keyed: the page's keys found on the table alone, then those rows read (with their joins in a real list)
-  const keyed = compiledList((d: Db, v: { active?: boolean, from?: string }) => filtered(d, v).clearSelect(), { key: 'user.id', rows: (d: Db) => d.selectFrom('user').select(['id', 'username']) })
+  // keyed: a deep page (here: any offset) finds its keys on the table alone, then reads those rows
+  const keyed = compiledList(filtered, { key: 'user.id', keys: filtered, rows: (d: Db) => d.selectFrom('user').select(['id', 'username']), deep: (_, page) => page.offset > 0 })
   for (const v of [{}, { active: true }, { active: false }, { from: 'c3' }, { active: true, from: 'c2' }]) {
     for (const sort of [[{ column: 'id', direction: 'asc' as const }], [{ column: 'username', direction: 'desc' as const }, { column: 'id', direction: 'desc' as const }]]) {
       for (const page of [{ limit: 2, offset: 0 }, { limit: 2, offset: 3 }, { limit: 10, offset: 0 }, { limit: 1, offset: 9 }]) {
@@ -301,4 +303,19 @@ t.test('the date format takes years 0001 to 9999 and real days only', async (t) 
   const validate = createAjv({ allowedMediaHosts: [] }).compile({ type: 'string', format: 'date' })
   for (const ok of ['0001-01-01', '0004-02-29', '0099-12-31', '0100-01-01', '1999-12-31', '2000-02-29', '9999-12-31']) t.ok(validate(ok), ok)
   for (const bad of ['0000-01-01', '0000-12-31', '0100-02-29', '1900-02-29', '2026-02-30', '2026-13-01', '2026-00-10', '10000-01-01', '2026-1-01', '2026-12-01T00:00:00Z']) t.notOk(validate(bad), bad)
+})
+
+t.test('post lists: a deep page (read by keys) is the page a direct read gives, in each sort', async (t) => {
+  const db = await openDb(t)
+  await seed(db, { posts: 260, quiet: true })
+  const now = clockIso()
+  for (const [sort, order] of [[undefined, [['sort_at', 'desc'], ['id', 'desc']]], ['title', [['title', 'asc'], ['id', 'asc']]], ['-created_at', [['created_at', 'desc'], ['id', 'desc']]]] as const) {
+    for (const offset of [0, 99, 100, 101, 180]) {
+      let q = db.selectFrom('post').select('id').where('published_at', '<=', now)
+      for (const [column, direction] of order) q = q.orderBy(column, direction)
+      const expected = (await q.limit(10).offset(offset).execute()).map(r => r.id)
+      const { posts } = await listPosts(db, { limit: 10, offset, ...(sort ? { sort } : {}) })
+      t.same(posts.map(p => p.id), expected, `sort ${sort ?? 'default'}, offset ${offset}`)
+    }
+  }
 })

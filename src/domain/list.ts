@@ -58,15 +58,20 @@ type Filtered<V, O> = (db: Db, values: V) => SelectQueryBuilder<Database, any, O
 
 /**
  * A list whose filters need only its own table, and whose rows join others (people embedded in
- * posts): `filtered` selects from the table alone, and the page finds its keys first (sorted,
- * limited, offset) and then reads those rows with `rows`. The rows an offset skips are then read
- * in the index alone, never fetched and joined: an offset of 300 at 1 M posts cost twice the page.
+ * posts). A deep page (`deep`) finds its keys first on the table alone (`keys`: sorted, limited,
+ * offset) and then reads those rows (`rows`), so the rows the offset skips are read in the index,
+ * never fetched and joined. A shallow page reads its rows directly, which costs less when few rows
+ * are skipped. The count reads the table alone too.
  */
-export interface Keyed<O> {
-  /** the table's primary key, as the filtered select names it (`post.id`) */
+export interface Keyed<V> {
+  /** the table's primary key, as the selects name it (`post.id`) */
   key: string
-  /** the select of the rows shown, joins included; the page adds the key condition and the sort */
-  rows: (db: Db) => SelectQueryBuilder<Database, any, O>
+  /** the table alone, with the same filters as the list's select */
+  keys: (db: Db, values: V) => SelectQueryBuilder<Database, any, unknown>
+  /** the select of the rows shown, joins included, without filters: the page adds the keys and the sort */
+  rows: (db: Db) => SelectQueryBuilder<Database, any, unknown>
+  /** whether this page reads by keys */
+  deep: (values: V, page: Page) => boolean
 }
 
 export interface CompiledList<V extends Values, O> {
@@ -84,24 +89,22 @@ export interface CompiledList<V extends Values, O> {
  * (no order, no paging, no GROUP BY: the count would count groups). Page and count are built and
  * compiled once per shape (which filters, which sort) and run with each request's values; the
  * values reach `filtered` as placeholders (src/db/compiled.ts), so structure comes only from
- * which of them are defined. With `keyed`, the rows are read by the page's keys (see Keyed).
+ * which of them are defined. With `keyed`, a deep page reads its rows by their keys (see Keyed).
  */
-export function compiledList<V extends Values, O> (filtered: Filtered<V, O>): CompiledList<V, O>
-export function compiledList<V extends Values, O> (filtered: Filtered<V, unknown>, keyed: Keyed<O>): CompiledList<V, O>
-export function compiledList<V extends Values, O> (filtered: Filtered<V, any>, keyed?: Keyed<O>): CompiledList<V, O> {
-  const pageOf = compiledPerShape((db, sort: SortKey[], values: V & { limit: number, offset: number }) => {
-    if (!keyed) return applySort(filtered(db, values), sort).limit(values.limit).offset(values.offset)
-    const keys = applySort(filtered(db, values).clearSelect().select(keyed.key as never), sort).limit(values.limit).offset(values.offset)
-    return applySort(keyed.rows(db).where(keyed.key as never, 'in', keys), sort)
+export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keyed?: Keyed<V>): CompiledList<V, O> {
+  const pageOf = compiledPerShape((db, { sort, byKeys }: { sort: SortKey[], byKeys: boolean }, values: V & { limit: number, offset: number }) => {
+    if (!keyed || !byKeys) return applySort(filtered(db, values), sort).limit(values.limit).offset(values.offset)
+    const keys = applySort(keyed.keys(db, values).clearSelect().select(keyed.key as never), sort).limit(values.limit).offset(values.offset)
+    return applySort(keyed.rows(db).where(keyed.key as never, 'in', keys), sort) as unknown as SelectQueryBuilder<Database, any, O>
   })
   const countOf = compiledPerShape((db, _: undefined, values: V) =>
-    filtered(db, values).clearSelect().select(sql<number | string>`count(*)`.as('total')))
+    (keyed ? keyed.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
   const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
   return {
     count,
     page: async (db, values, sort, page, total) => {
       const [rows, counted] = await Promise.all([
-        pageOf(db, sort, { ...values, limit: page.limit, offset: page.offset }) as Promise<O[]>,
+        pageOf(db, { sort, byKeys: keyed?.deep(values, page) ?? false }, { ...values, limit: page.limit, offset: page.offset }) as Promise<O[]>,
         total ? total() : count(db, values)
       ])
       return { rows, total: counted }
