@@ -141,15 +141,15 @@ function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q
 }
 type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
+// Reading by keys paid from an offset of about 100 on the public lists (SQLite, 10 k posts; at 1 M
+// from the first page); a creator's own list joins one person, and reading its rows directly stayed cheaper.
+const KEYED_FROM = 100
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',
   keys: (db, v) => filterPosts(db.selectFrom('post'), v),
   rows: selectPosts,
-  // Reading by keys paid from an offset of about 100 on the public lists (SQLite, 10 k posts; at 1 M
-  // from the first page); a creator's own list joins one person, and reading its rows directly stayed cheaper.
   deep: (v, page) => page.offset >= KEYED_FROM && v.creatorId === undefined
 })
-const KEYED_FROM = 100
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
