@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Migrator, sql } from '../src/db/kysely.js'
+import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
 import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
 import { compiledList } from '../src/domain/list.js'
-import { listPosts } from '../src/domain/posts.js'
+import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
 import { seed } from '../scripts/seed.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
 import { clockIso, formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
@@ -318,4 +318,49 @@ t.test('post lists: a deep page (read by keys) is the page a direct read gives, 
       t.same(posts.map(p => p.id), expected, `sort ${sort ?? 'default'}, offset ${offset}`)
     }
   }
+})
+
+/** The plan of a captured statement, as text; PostgreSQL without sequential scans (a table this small would use one). */
+async function planOf (db: Db, query: CompiledQuery): Promise<string> {
+  return db.transaction().execute(async (trx) => {
+    if (isPostgres(db)) await sql`set local enable_seqscan = off`.execute(trx)
+    const { rows } = await trx.executeQuery({ ...query, sql: `${isPostgres(db) ? 'explain' : 'explain query plan'} ${query.sql}` })
+    return (rows as Array<Record<string, unknown>>).map(r => String(r.detail ?? r['QUERY PLAN'])).join('\n')
+  })
+}
+
+t.test('public post lists read post_sort_at_idx from now plus the slack down, and keep a post another clock wrote up to that far ahead', async (t) => {
+  const { url, schema } = await freshDatabase(t)
+  const captured: CompiledQuery[] = []
+  const db = createDb(url, { schema, log: (event) => { captured.push(event.query) } })
+  t.teardown(() => db.destroy())
+  await whileMigrating(() => migrateToLatest(db))
+  await seed(db, { posts: 60, quiet: true })
+  const [post] = (await listPosts(db, { limit: 1, offset: 10 })).posts
+  const ahead = (ms: number) => db.updateTable('post').set({ sort_at: new Date(Date.now() + ms).toISOString() }).where('id', '=', post.id).execute()
+
+  // another instance's clock a minute short of a day ahead when it last wrote the post
+  await ahead(VISIBLE_SORT_AT_SLACK_MS - 60_000)
+  captured.length = 0
+  const page = await listPosts(db, { limit: 10, offset: 0 })
+  t.equal(page.posts[0].id, post.id, 'v1: listed, first (its sort_at is the latest)')
+  t.equal((await listPostsAfter(db, { limit: 10 })).posts[0].id, post.id, 'v2: listed, first')
+  const statement = captured.find(q => /order by "post"."sort_at" desc/.test(q.sql))!
+  t.match(statement.sql, /"post"."sort_at" <= /, 'the page bounds sort_at')
+  const horizon = statement.parameters.map(p => Date.parse(String(p))).find(ms => ms > Date.now() + 60_000)
+  t.ok(horizon !== undefined && Math.abs(horizon - (Date.now() + VISIBLE_SORT_AT_SLACK_MS)) < 60_000, 'by now plus the slack')
+  const plan = await planOf(db, statement)
+  t.match(plan, isPostgres(db) ? /Index Cond: \(+sort_at <= / : /post_sort_at_idx \(sort_at<\?\)/, 'the index is entered at the bound, not walked from its head')
+
+  // the stated limit: a clock more than the slack ahead hides the post from the public lists until then
+  await ahead(VISIBLE_SORT_AT_SLACK_MS + 60_000)
+  t.notOk((await listPosts(db, { limit: 100, offset: 0 })).posts.some(p => p.id === post.id), 'beyond the slack: not in the public list')
+  const own = await listPosts(db, { limit: 100, offset: 0 }, { creatorId: post.creator.id, unpublished: true })
+  t.ok(own.posts.some(p => p.id === post.id), 'its creator\'s own list (drafts and scheduled too) is not bounded')
+
+  captured.length = 0
+  await listPosts(db, { limit: 10, offset: 0, type: 'COURSE' })
+  const count = captured.find(q => /sum\(published\)/.test(q.sql))!
+  t.match(await planOf(db, count), isPostgres(db) ? /Index Only Scan using post_published_at_idx/ : /COVERING INDEX post_published_at_idx/,
+    'a typed total counts its scheduled posts in post_published_at_idx alone')
 })
