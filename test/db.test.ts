@@ -352,6 +352,13 @@ t.test('public post lists read post_sort_at_idx from now plus the slack down, an
   const plan = await planOf(db, statement)
   t.match(plan, isPostgres(db) ? /Index Cond: \(+sort_at <= / : /post_sort_at_idx \(sort_at<\?\)/, 'the index is entered at the bound, not walked from its head')
 
+  const first = await listPostsAfter(db, { limit: 5 })
+  captured.length = 0
+  await listPostsAfter(db, { limit: 5 }, first.next)
+  const after = captured.find(q => /order by "post"."sort_at" desc/.test(q.sql))!
+  t.match(await planOf(db, after), isPostgres(db) ? /Index Cond: \(+ROW\(sort_at, id\) < / : /post_sort_at_idx \(\(sort_at,id\)<\(\?,\?\)\)/,
+    'v2 after a position: the index is entered at the position, not at the horizon')
+
   // the stated limit: a clock more than the slack ahead hides the post from the public lists until then
   await ahead(VISIBLE_SORT_AT_SLACK_MS + 60_000)
   t.notOk((await listPosts(db, { limit: 100, offset: 0 })).posts.some(p => p.id === post.id), 'beyond the slack: not in the public list')

@@ -185,7 +185,8 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const values = filterValues(query, {}, clockMs())
   const counted = counterTotal(db, values) ?? (() => postList.count(db, values))
   const [rows, total] = await Promise.all([
-    postsAfter(db, undefined, { ...values, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 }),
+    // after a position, the index is entered there; the horizon as well would make SQLite enter it at the horizon
+    postsAfter(db, undefined, { ...values, horizon: after ? undefined : values.horizon, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 }),
     counted()
   ])
   const more = rows.length > query.limit
