@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
-import { createDb, isPostgres, type Db } from '../src/db/dialect.js'
+import { createDb, isPostgres, type Db, type DbOptions } from '../src/db/dialect.js'
 import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
 import { compiledList } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
@@ -13,10 +13,10 @@ import { clockIso, formatDateTime, formatNullableDateTime, isLenientDateTime, wr
 import { createAjv } from '../src/options.js'
 import { dialect, freshDatabase, whileMigrating } from './helper.js'
 
-/** A migrated database of this run's dialect, destroyed at teardown. */
-async function openDb (t: Test, { migrate = true } = {}): Promise<Db> {
+/** A migrated database of this run's dialect, destroyed at teardown; `log` sees every query. */
+async function openDb (t: Test, { migrate = true, log }: { migrate?: boolean, log?: DbOptions['log'] } = {}): Promise<Db> {
   const { url, schema } = await freshDatabase(t)
-  const db = createDb(url, { schema })
+  const db = createDb(url, { schema, log })
   t.teardown(() => db.destroy())
   if (migrate) await whileMigrating(() => migrateToLatest(db))
   return db
@@ -330,11 +330,8 @@ async function planOf (db: Db, query: CompiledQuery): Promise<string> {
 }
 
 t.test('public post lists read post_sort_at_idx from now plus the slack down, and keep a post another clock wrote up to that far ahead', async (t) => {
-  const { url, schema } = await freshDatabase(t)
   const captured: CompiledQuery[] = []
-  const db = createDb(url, { schema, log: (event) => { captured.push(event.query) } })
-  t.teardown(() => db.destroy())
-  await whileMigrating(() => migrateToLatest(db))
+  const db = await openDb(t, { log: (event) => { captured.push(event.query) } })
   await seed(db, { posts: 60, quiet: true })
   const [post] = (await listPosts(db, { limit: 1, offset: 10 })).posts
   const ahead = (ms: number) => db.updateTable('post').set({ sort_at: new Date(Date.now() + ms).toISOString() }).where('id', '=', post.id).execute()
