@@ -1,6 +1,6 @@
 import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { AppError } from '../src/domain/errors.js'
 import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
 import { verificationKey, type VerificationSettings } from '../src/domain/email-verification.js'
@@ -23,7 +23,7 @@ declare module 'fastify' {
      * onRequest hook for reads whose answer depends on who asks (an owner sees their drafts):
      * a sent token is checked exactly as by authenticate; no Authorization header reads as anyone.
      */
-    authenticateIfToken: (request: FastifyRequest) => Promise<void>
+    authenticateIfToken: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
     /** preHandler hook: the caller must be a creator (403 UserNotCreator) */
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user under its current token generation */
@@ -96,8 +96,10 @@ export default fp(async (fastify) => {
     request.user = await findAccount(fastify.db, id, gen)
   }
   fastify.decorate('authenticate', authenticate)
-  fastify.decorate('authenticateIfToken', async (request: FastifyRequest) => {
-    if (request.headers.authorization !== undefined) await authenticate(request)
+  // A plain hook: a public read sent without a token, nearly every one, pays no promise.
+  fastify.decorate('authenticateIfToken', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    if (request.headers.authorization === undefined) return done()
+    authenticate(request).then(() => done(), done)
   })
 
   fastify.decorate('requireCreator', async (request: FastifyRequest) => {

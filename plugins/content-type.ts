@@ -25,15 +25,17 @@ export default fp(async (fastify) => {
   // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.
   fastify.removeContentTypeParser('text/plain')
 
-  fastify.addHook('preParsing', async (request) => {
-    if (!hasBody(request.headers)) return
+  // A plain (not async) hook: it runs on every request, nearly all without a body, and never waits.
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
+    if (!hasBody(request.headers)) return done(null, payload)
     const header = request.headers['content-type']
     const allowed = request.routeOptions.config?.contentTypes ?? [JSON_TYPE]
-    if (header === undefined) throw new AppError('UnsupportedMediaType', `a body needs a Content-Type: ${allowed.join(' or ')}`)
+    if (header === undefined) return done(new AppError('UnsupportedMediaType', `a body needs a Content-Type: ${allowed.join(' or ')}`))
     const type = mediaType(header)
     if (type === undefined || !allowed.includes(type)) {
-      throw new AppError('UnsupportedMediaType', `Content-Type must be ${allowed.join(' or ')}`)
+      return done(new AppError('UnsupportedMediaType', `Content-Type must be ${allowed.join(' or ')}`))
     }
+    done(null, payload)
   })
 }, { name: 'content-type', dependencies: ['problems'] })
 

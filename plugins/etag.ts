@@ -38,20 +38,21 @@ export function etagMatches (header: string | undefined, etag: string): boolean 
 
 /** ETags on single-resource routes (`config.etag`), and 304 for a matching If-None-Match on GET. */
 export default fp(async (fastify) => {
-  async function setEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown) {
-    if (reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return payload
+  // Plain (not async) hooks: they run on every answer of a single-resource route and never wait.
+  function setEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) {
+    if (reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return done(null, payload)
     const etag = etagOf(payload)
     reply.header('etag', etag)
     if ((request.method === 'GET' || request.method === 'HEAD') && etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
-      return null
+      return done(null, null)
     }
-    return payload
+    done(null, payload)
   }
-  async function emptyNotModified (_request: FastifyRequest, reply: FastifyReply, payload: unknown) {
-    if (reply.statusCode !== 304) return payload
+  function emptyNotModified (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) {
+    if (reply.statusCode !== 304) return done(null, payload)
     reply.removeHeader('content-type')
-    return ''
+    done(null, '')
   }
   fastify.addHook('onRoute', (route) => {
     if (!route.config?.etag) return
