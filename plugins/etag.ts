@@ -9,23 +9,30 @@ declare module 'fastify' {
     /** the route answers one resource: send its ETag and honour If-None-Match */
     etag?: boolean
   }
+  interface FastifyReply {
+    /**
+     * The ETag `resource` would have as this URL's GET answers it: serialized by that route's
+     * response schema. If-Match compares against it (assertIfMatch).
+     */
+    representationTag: (resource: unknown) => string
+  }
 }
 
-/** The strong ETag of a resource as the API shows it: a hash of its JSON representation. */
-export function etagOf (resource: unknown): string {
-  return `"${createHash('sha256').update(JSON.stringify(resource)).digest('base64url').slice(0, 27)}"`
+/** The strong ETag of a representation: a hash of the bytes the API sends. */
+export function etagOf (bytes: string): string {
+  return `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`
 }
 
 /**
  * For PUT and DELETE: a stale `If-Match` is 412 and nothing changes. Call it with the
  * resource as it is now, before changing it.
  */
-export function assertIfMatch (request: FastifyRequest, current: unknown): void {
+export function assertIfMatch (request: FastifyRequest, reply: FastifyReply, current: unknown): void {
   const header = request.headers['if-match']
   if (header === undefined) return
   const wanted = header.split(',').map(s => s.trim().replace(/^W\//, ''))
   if (wanted.includes('*')) return
-  if (!wanted.includes(etagOf(current))) {
+  if (!wanted.includes(reply.representationTag(current))) {
     throw new AppError('PreconditionFailed', 'the resource has changed since you read it (If-Match)')
   }
 }
@@ -36,27 +43,50 @@ export function etagMatches (header: string | undefined, etag: string): boolean 
   return header.split(',').some(s => { const v = s.trim().replace(/^W\//, ''); return v === '*' || v === etag })
 }
 
-/** ETags on single-resource routes (`config.etag`), and 304 for a matching If-None-Match on GET. */
+/**
+ * ETags on single-resource routes (`config.etag`): a hash of the bytes sent, taken after
+ * serialization, so the representation is serialized once; 304 for a matching If-None-Match on GET.
+ */
 export default fp(async (fastify) => {
-  // Plain (not async) hooks: they run on every answer of a single-resource route and never wait.
-  function setEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) {
-    if (reply.statusCode !== 200 || payload === null || typeof payload !== 'object') return done(null, payload)
+  // A plain (not async) hook: it runs on every answer of a single-resource route and never waits.
+  function tagAnswer (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) {
+    if (reply.statusCode === 304) return done(null, notModified(reply))
+    // other answers, and a route's own bytes (a stream or a buffer: media sets their ETag itself)
+    if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
     const etag = etagOf(payload)
     reply.header('etag', etag)
     if ((request.method === 'GET' || request.method === 'HEAD') && etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
-      return done(null, null)
+      return done(null, notModified(reply))
     }
     done(null, payload)
   }
-  function emptyNotModified (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) {
-    if (reply.statusCode !== 304) return done(null, payload)
-    reply.removeHeader('content-type')
-    done(null, '')
-  }
+
+  // What GET answers at each URL template with an ETag: the schema its 200 is serialized by.
+  const representations = new Map<string, Record<string, unknown>>()
   fastify.addHook('onRoute', (route) => {
     if (!route.config?.etag) return
-    addRouteHook(route, 'preSerialization', setEtag)
-    addRouteHook(route, 'onSend', emptyNotModified)
+    addRouteHook(route, 'onSend', tagAnswer)
+    const methods = [route.method].flat()
+    const schema = (route.schema?.response as Record<string, unknown> | undefined)?.[200]
+    if (methods.includes('GET') && schema !== undefined) representations.set(route.url, jsonSchemaOf(schema))
+  })
+  fastify.decorateReply('representationTag', function (this: FastifyReply, resource: unknown) {
+    const url = this.request.routeOptions.url ?? ''
+    const schema = representations.get(url)
+    if (schema === undefined) throw new Error(`If-Match on ${url}: no GET route there answers with an ETag`)
+    return etagOf(this.serializeInput(resource as Record<string, unknown>, schema))
   })
 }, { name: 'etag', dependencies: ['problems'] })
+
+/** A 304 has no body and no content type. */
+function notModified (reply: FastifyReply): string {
+  reply.removeHeader('content-type')
+  return ''
+}
+
+/** A response's schema, or its JSON content's where the route offers several types (media). */
+function jsonSchemaOf (response: unknown): Record<string, unknown> {
+  const content = (response as { content?: Record<string, { schema?: unknown }> }).content
+  return (content?.['application/json']?.schema ?? response) as Record<string, unknown>
+}

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { assertOwner } from '../domain/people.js'
 import type { Account } from '../domain/users.js'
 import { assertIfMatch } from '../../plugins/etag.js'
@@ -17,7 +17,7 @@ export const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBann
 export const callerId = (request: FastifyRequest): string | undefined => (request.user as Account | undefined)?.id
 
 /** The checks of PUT/DELETE, run against the resource as it is: the owner first (403), then If-Match (412). */
-export const ownerAndIfMatch = <T>(request: FastifyRequest, ownerOf: (current: T) => string) => (current: T) => {
+export const ownerAndIfMatch = <T>(request: FastifyRequest, reply: FastifyReply, ownerOf: (current: T) => string) => (current: T) => {
   assertOwner(request.user.id, ownerOf(current))
-  assertIfMatch(request, current)
+  assertIfMatch(request, reply, current)
 }

@@ -81,8 +81,8 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
           'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed')
       }
     }
-  }, async (request) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id,
-    request.body, ownerAndIfMatch(request, authorOf)))
+  }, async (request, reply) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id,
+    request.body, ownerAndIfMatch(request, reply, authorOf)))
 
   fastify.delete('/posts/:postId/comments/:commentId', {
     schema: {
@@ -95,7 +95,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, ownerAndIfMatch(request, authorOf))
+    await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
     return reply.code(204).send(null)
   })
 }

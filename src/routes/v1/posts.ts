@@ -76,8 +76,8 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
           'UnsupportedMediaType', 'Conflict', 'PreconditionFailed')
       }
     }
-  }, async (request) => updatePost(fastify.db, request.params.postId, request.user.id, request.body,
-    ownerAndIfMatch(request, (p: Post) => p.creator.id)))
+  }, async (request, reply) => updatePost(fastify.db, request.params.postId, request.user.id, request.body,
+    ownerAndIfMatch(request, reply, (p: Post) => p.creator.id)))
 
   fastify.delete('/posts/:postId', {
     schema: {
@@ -90,7 +90,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, (p: Post) => p.creator.id))
+    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, reply, (p: Post) => p.creator.id))
     return reply.code(204).send(null)
   })
 }

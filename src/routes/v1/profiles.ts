@@ -67,7 +67,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       body: ref(ProfileUpdate),
       response: { 200: ref(MyProfile), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed') }
     }
-  }, async (request) => updateMe(fastify.db, request.user.id, request.body, current => assertIfMatch(request, current)))
+  }, async (request, reply) => updateMe(fastify.db, request.user.id, request.body, current => assertIfMatch(request, reply, current)))
 }
 
 export default profiles

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { assertOwner } from '../../domain/people.js'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
@@ -55,9 +55,9 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const ownShop = (request: FastifyRequest) => ownerAndIfMatch<ShopT>(request, shop => shop.owner.id)
-  const ownProduct = (request: FastifyRequest) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
-    ownerAndIfMatch<ProductT>(request, () => shop.owner.id)(product)
+  const ownShop = (request: FastifyRequest, reply: FastifyReply) => ownerAndIfMatch<ShopT>(request, reply, shop => shop.owner.id)
+  const ownProduct = (request: FastifyRequest, reply: FastifyReply) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
+    ownerAndIfMatch<ProductT>(request, reply, () => shop.owner.id)(product)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   fastify.post('/shops', {
@@ -78,7 +78,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags, security, operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
       response: { 200: ref(Shop), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
-  }, async (request) => updateShop(db, request.params.shopId, request.body, ownShop(request)))
+  }, async (request, reply) => updateShop(db, request.params.shopId, request.body, ownShop(request, reply)))
 
   fastify.delete('/shops/:shopId', {
     schema: {
@@ -86,7 +86,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteShop(db, request.params.shopId, ownShop(request))
+    await deleteShop(db, request.params.shopId, ownShop(request, reply))
     return reply.code(204).send(null)
   })
 
@@ -109,7 +109,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags, security, operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
       response: { 200: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
-  }, async (request) => updateProduct(db, request.params.shopId, request.params.productId, request.body, ownProduct(request)))
+  }, async (request, reply) => updateProduct(db, request.params.shopId, request.params.productId, request.body, ownProduct(request, reply)))
 
   fastify.delete('/shops/:shopId/products/:productId', {
     schema: {
@@ -117,7 +117,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteProduct(db, request.params.shopId, request.params.productId, ownProduct(request))
+    await deleteProduct(db, request.params.shopId, request.params.productId, ownProduct(request, reply))
     return reply.code(204).send(null)
   })
 }

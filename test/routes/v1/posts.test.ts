@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
@@ -179,8 +180,24 @@ t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-
   t.equal(notModified.body, '')
   const other = await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: { 'if-none-match': '"other"' } })
   t.equal(other.statusCode, 200)
+  t.equal(etag, `"${createHash('sha256').update(first.body).digest('base64url').slice(0, 27)}"`, 'the ETag is a hash of the bytes sent')
   const banned = await createUser(app, { active: false })
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: banned.headers })).code, 'UserIsBanned', 'a sent token is checked')
+})
+
+t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quotes, backslashes, control characters, U+2028, emoji)', async (t) => {
+  const app = await setup(t)
+  const creator = await createCreator(app)
+  const text = 'say "hi" \\ back\tslash\u0001 line\u2028sep 😀 ' + 'long enough to leave the short-string path '.repeat(3)
+  const post = await createPost(app, creator, { title: text.slice(0, 60), body: text })
+  const url = `/v1/posts/${post.id}`
+  const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
+  const res = await app.inject({ method: 'PUT', url, headers: { ...creator.headers, 'if-match': etag }, payload: { title: 'Plain', type: 'ARTICLE', body: text } })
+  t.equal(res.statusCode, 200, res.body)
+  const gone = await app.inject({ method: 'DELETE', url, headers: { ...creator.headers, 'if-match': etag } })
+  t.equal(gone.statusCode, 412, 'the old ETag no longer matches')
+  const deleted = await app.inject({ method: 'DELETE', url, headers: { ...creator.headers, 'if-match': res.headers.etag as string } })
+  t.equal(deleted.statusCode, 204, 'the ETag PUT answered is the one DELETE accepts')
 })
 
 t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and honours If-Match', async (t) => {
