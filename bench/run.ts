@@ -132,9 +132,10 @@ async function stop (server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
-// npm start's own command line (package.json), node flags included: the benchmark runs what production runs.
-// npm start's own command line, `exec node …` or `node …`: the arguments after `node`.
-const START_ARGS = ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' '))
+// npm start's own command line (package.json), node flags included: the benchmark runs what production
+// runs, and a BENCH_BEFORE build its own (so a change of flags is measured too). `exec node …` or
+// `node …`: the arguments after `node`.
+const startArgs = (dir: string): string[] => ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).scripts.start as string).split(' '))
 
 /**
  * Roja with production settings and every plugin on: logging at info (one line per request, to a
@@ -142,7 +143,8 @@ const START_ARGS = ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON
  * every request), helmet, CORS, load shedding at its production thresholds.
  */
 function startRoja (name: string, databaseUrl: string, cwd = ROOT, extraEnv: Record<string, string> = {}): Promise<Server> {
-  const entry = BUILT ? START_ARGS : [...START_ARGS.slice(0, -1), '--import', 'tsx', 'src/server.ts']
+  const args = startArgs(cwd)
+  const entry = BUILT ? args : [...args.slice(0, -1), '--import', 'tsx', 'src/server.ts']
   const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench', '.tmp', 'profiles')}`] : []
   return start(name, [...prof, ...entry], {
     ENVIRONMENT: 'production',

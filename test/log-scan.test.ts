@@ -30,5 +30,7 @@ t.test('a line without them, and the query-string token redacted as the logger w
   const redacted = redactTokens(`/v1/profiles/me?access_token=${token}&token=${encodeURIComponent(token)}`)
   t.equal(redacted, '/v1/profiles/me?access_token=[redacted]&token=[redacted]')
   t.same(scanText(line(redacted), index), [])
+  t.equal(redactTokens('/v1/posts?limit=5&to%6Ben=abc&tokens=1&token+=def'), '/v1/posts?limit=5&to%6Ben=[redacted]&tokens=1&token+=[redacted]', 'escaped and spaced names too, nothing else')
+  t.equal(redactTokens('/v1/posts?limit=5&offset=10'), '/v1/posts?limit=5&offset=10', 'a query without one is unchanged')
   t.same(scanText(line(`/v1/profiles/me?x=${signature.slice(0, 20)}`), index), [], 'nor does a part of a signature count')
 })

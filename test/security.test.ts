@@ -134,6 +134,20 @@ t.test('a token in the URL is refused with 400 TokenInQuery on every operation',
   }
 })
 
+t.test('a token parameter is found in any position and spelling the decoder reads as one, and only then', async (t) => {
+  const app = await build(t)
+  // raw query strings: escapes and `+` (a space) decode to the name, leading and trailing spaces are trimmed
+  for (const query of ['limit=1&token=x', 'to%6Ben=x', 'TOKEN=x', 'token+=x', '%20access_token=x', 'offset=0&access%5Ftoken=x&limit=1', '?token=x']) {
+    const res = await app.inject({ method: 'GET', url: `/v1/posts?${query}` })
+    t.equal(res.statusCode, 400, `?${query} refused`)
+    t.equal(json(res).code, 'TokenInQuery')
+  }
+  for (const query of ['tokens=x', 'my_token=x', 'to_ken=x', 'limit=1&q=token']) {
+    const res = await app.inject({ method: 'GET', url: `/v1/posts?${query}` })
+    t.not(json(res).code, 'TokenInQuery', `?${query} is no token parameter`)
+  }
+})
+
 t.test('CORS: allowed origins get their origin back, foreign ones nothing, credentials never', async (t) => {
   const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: 'https://app.example,https://admin.example' } })
   for (const origin of ['https://app.example', 'https://admin.example']) {
