@@ -30,7 +30,7 @@ import { sql } from '../src/db/kysely.js'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'
-import { freePort, rssBytes } from '../scripts/proc.js'
+import { cpuMs, freePort, rssBytes } from '../scripts/proc.js'
 
 interface Result {
   requests: { average: number, total: number }
@@ -97,6 +97,8 @@ const GROUPS = named.length ? ALL_GROUPS.filter(g => named.includes(g)) : GOAL_G
 const wanted = (name: string) => GROUPS.includes(name)
 
 interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }
+/** each server's process by its URL: a target's CPU time is read from the processes it loads */
+const pidOf = new Map<string, number>()
 
 /** Spawns a server and waits until it answers; readyMs is spawn → first answer. */
 async function start (name: string, args: string[], extraEnv: Record<string, string>, probe = '/health', cwd = ROOT): Promise<Server> {
@@ -120,7 +122,9 @@ async function start (name: string, args: string[], extraEnv: Record<string, str
     await sleep(5)
   }
   const readyMs = Number(process.hrtime.bigint() - started) / 1e6
-  return { name, port, child, readyMs, url: `http://127.0.0.1:${port}` }
+  const url = `http://127.0.0.1:${port}`
+  if (child.pid !== undefined) pidOf.set(url, child.pid)
+  return { name, port, child, readyMs, url }
 }
 
 async function stop (server: Server): Promise<void> {
@@ -204,10 +208,28 @@ interface Target {
   roja?: boolean
 }
 
-interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number }
+/**
+ * cpuUs: the CPU time (user and system, every thread) of the server processes loaded, per request
+ * answered: what a request costs the server, whatever else the machine is doing, where req/s also
+ * moves with the neighbours. Node's processes only: PostgreSQL's own work is not in it.
+ */
+interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number }
+
+/** The CPU milliseconds used so far by the processes behind these URLs; undefined without /proc. */
+function serversCpuMs (urls: string[]): number | undefined {
+  let total = 0
+  for (const url of urls) {
+    const pid = pidOf.get(url)
+    const ms = pid === undefined ? undefined : cpuMs(pid)
+    if (ms === undefined) return undefined
+    total += ms
+  }
+  return total
+}
 
 async function cannon (target: Target, duration: number, seed: number): Promise<Sample> {
   const connections = target.connections ?? CONNECTIONS
+  const cpuBefore = serversCpuMs(target.urls)
   const results = await Promise.all(target.urls.map(async (url, i) => {
     const random = prng(seed * 31 + i)
     return autocannon({
@@ -225,7 +247,9 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
     })
   }))
   const total = results.reduce((n, r) => n + r.requests.total, 0) || 1
+  const cpuAfter = serversCpuMs(target.urls)
   return {
+    ...(cpuBefore !== undefined && cpuAfter !== undefined ? { cpuUs: (cpuAfter - cpuBefore) * 1000 / total } : {}),
     reqs: results.reduce((n, r) => n + r.requests.average, 0),
     // several servers: p50 weighted by the requests each answered, p99 the worst
     p50: results.reduce((n, r) => n + r.latency.p50 * r.requests.total, 0) / total,
@@ -242,9 +266,9 @@ const median = (values: number[]) => {
 }
 
 interface GroupResult {
-  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, runs: Sample[] }>
-  /** `a / b`: the median over rounds of a's req/s ÷ b's, and of a's p50 ÷ b's */
-  ratios: Record<string, { reqs: number, p50: number }>
+  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, runs: Sample[] }>
+  /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
+  ratios: Record<string, { reqs: number, p50: number, cpu?: number }>
   error?: string
 }
 
@@ -260,7 +284,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     for (const target of targets) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
-      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
+      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
     }
   }
   const result: GroupResult = { targets: {}, ratios: {} }
@@ -268,6 +292,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     const samples = runs[target.name]
     result.targets[target.name] = {
       reqs: median(samples.map(s => s.reqs)), p50: median(samples.map(s => s.p50)), p99: median(samples.map(s => s.p99)),
+      ...(samples.every(s => s.cpuUs !== undefined) ? { cpuUs: median(samples.map(s => s.cpuUs!)) } : {}),
       non2xx: samples.reduce((a, s) => a + s.non2xx, 0), errors: samples.reduce((a, s) => a + s.errors, 0), runs: samples
     }
   }
@@ -275,7 +300,8 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     result.ratios[`${a} / ${b}`] = {
       reqs: median(runs[a].map((s, i) => s.reqs / Math.max(runs[b][i].reqs, 1e-9))),
       // autocannon's latencies are whole milliseconds: a 0 ms p50 gives no ratio
-      p50: median(runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN)))
+      p50: median(runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN))),
+      ...([...runs[a], ...runs[b]].every(s => s.cpuUs) ? { cpu: median(runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!)) } : {})
     }
   }
   return result
@@ -695,17 +721,17 @@ const VERDICTS = !SMOKE && !CPU_PROF && RUNS >= 3
 
 function table (dialect: string, r: any): string {
   const lines = [`\n${dialect}: medians of ${RUNS} round(s) × ${DURATION} s, ${CONNECTIONS} connections unless named`]
-  const row = (cells: string[]) => lines.push(cells.map((c, i) => (i === 0 ? c.padEnd(34) : i === 5 ? `  ${c}` : c.padStart(9))).join(''))
-  row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', ''])
+  const row = (cells: string[]) => lines.push(cells.map((c, i) => (i === 0 ? c.padEnd(34) : c.padStart(i === 5 ? 12 : 9))).join(''))
+  row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'cpu µs/req'])
   for (const [name, g] of Object.entries(r) as Array<[string, any]>) {
     if (g.error) { lines.push(`-- ${name}: FAILED: ${g.error}`); continue }
     if (g.skipped) { lines.push(`-- ${name}: skipped (${g.skipped})`); continue }
     if (!g.targets) continue
     lines.push(`-- ${name}`)
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) {
-      row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), ''])
+      row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1)])
     }
-    for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}`)
+    for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`)
   }
   if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)
   if (r.startup?.before) lines.push(`-- startup, roja before: ready in ${r.startup.before.readyMs.toFixed(0)} ms, idle RSS ${r.startup.before.idleRssMiB.toFixed(1)} MiB (same rounds, started in turn)`)

@@ -24,3 +24,21 @@ export function rssBytes (pid: number): number {
     return 0
   }
 }
+
+// Linux reports CPU time in clock ticks of 1/CLK_TCK s; 100 on every Linux Node runs on (getconf CLK_TCK).
+const TICK_MS = 10
+
+/**
+ * User plus system CPU time a process has used, all its threads, in milliseconds, from
+ * /proc/<pid>/stat (fields 14 and 15); undefined where there is no /proc or the process is gone.
+ */
+export function cpuMs (pid: number): number | undefined {
+  try {
+    // the command name (field 2) is in parentheses and may hold spaces: count from after it
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS
+  } catch {
+    return undefined
+  }
+}
