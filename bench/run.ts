@@ -301,7 +301,8 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
       reqs: median(runs[a].map((s, i) => s.reqs / Math.max(runs[b][i].reqs, 1e-9))),
       // autocannon's latencies are whole milliseconds: a 0 ms p50 gives no ratio
       p50: median(runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN))),
-      ...([...runs[a], ...runs[b]].every(s => s.cpuUs) ? { cpu: median(runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!)) } : {})
+      // a round whose baseline read 0 ms (a clock tick is 10 ms: the smoke's short rounds) gives no CPU ratio
+      ...(runs[a].every(s => s.cpuUs !== undefined) && runs[b].every(s => (s.cpuUs ?? 0) > 0) ? { cpu: median(runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!)) } : {})
     }
   }
   return result

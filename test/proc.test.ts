@@ -14,10 +14,10 @@ t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
   const idle = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], PLAIN)
   try {
     // past the sleeper's start-up (tens of milliseconds of CPU): until its reading stands still
-    const pause = () => new Promise(resolve => setTimeout(resolve, 100))
+    const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
     let last: number | undefined = -1
     let now = cpuMs(idle.pid!)
-    while (now !== last) { await pause(); last = now; now = cpuMs(idle.pid!) }
+    while (now !== last) { await pause(100); last = now; now = cpuMs(idle.pid!) }
     const spin0 = cpuMs(spin.pid!)
     const idle0 = cpuMs(idle.pid!)
     t.ok(spin0 !== undefined && idle0 !== undefined, 'both read while they run')
@@ -25,7 +25,7 @@ t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
     let spun = 0
     // a deadline for a busy machine, not a measurement
     while (spun < 300 && Date.now() - start < 30_000) {
-      await new Promise(resolve => setTimeout(resolve, 20))
+      await pause(20)
       spun = cpuMs(spin.pid!)! - spin0!
     }
     const slept = cpuMs(idle.pid!)! - idle0!
