@@ -2,16 +2,13 @@ import { readFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import formats from 'ajv-formats'
-import { pino } from 'pino'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../plugins/config.js'
 import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens, trustFunction } from '../plugins/security.js'
 import { isCalendarDate, isLenientDateTime } from './db/time.js'
-
-/** At most this long between a line and stdout while the server is quiet (sonic-boom flushes on a timer). */
-const LOG_FLUSH_MS = 200
+import { stdoutLines } from './log-stream.js'
 
 /**
  * The one options factory for production and tests: logging with redaction,
@@ -21,10 +18,8 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
   return {
     logger: {
       level: config.LOG_LEVEL,
-      // Asynchronous stdout, in batches: lines gather in memory until 4 KiB or LOG_FLUSH_MS, so under
-      // load one write off the request path carries a dozen lines, not one thread-pool write a
-      // request; pino writes what is left when the process exits.
-      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS }) }),
+      // stdout in batches, one write per event-loop turn (./log-stream.ts), not one a line
+      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: stdoutLines() }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
       // a token sent in the query (refused, 400) never reaches a log.
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
