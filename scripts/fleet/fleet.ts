@@ -140,7 +140,7 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       ...opts.env
     }
     const command = (opts.runtime ?? 'dist') === 'dist'
-      ? ['--max-semi-space-size=8', 'dist/src/server.js']
+      ? ['--max-semi-space-size=8', 'dist/server.js']
       : ['--import', 'tsx', 'src/server.ts']
     const instances: Instance[] = []
     for (let i = 1; i <= count; i++) instances.push(new Instance(`roja${i}`, await freePort(), command, env))

@@ -1,13 +1,6 @@
-import { createRequire } from 'node:module'
-import type * as K from 'kysely'
-
 /**
- * Kysely's values, from its CommonJS build: Node 20 loads its 262 ES modules in about twice the
- * time (about 140 ms against 70 ms, a tenth of a start). Every module imports Kysely's values
- * from here, so one copy is loaded (test/architecture.test.ts holds to it); types are erased.
+ * Kysely's values, imported in this one module so one build of Kysely is loaded. `npm start`
+ * runs the bundle (scripts/bundle.ts), which inlines it; test/architecture.test.ts holds to it.
  */
-const kysely = createRequire(import.meta.url)('kysely') as typeof K
 export type * from 'kysely'
-export const { DEFAULT_MIGRATION_TABLE, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, createQueryId, sql } = kysely
-export const Kysely = kysely.Kysely
-export type Kysely<DB> = K.Kysely<DB>
+export { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, createQueryId, sql } from 'kysely'

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { build } from 'esbuild'
+import pg from 'pg'
+import t, { type Test } from 'tap'
+import { bundleOptions } from '../scripts/bundle.js'
+import { freePort } from '../scripts/proc.js'
+import { dialect } from './helper.js'
+import { keepLog } from './log-capture.js'
+
+/**
+ * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here from the
+ * sources with the same options, under dist/ (the server finds package.json above it), and run.
+ */
+const ROOT = resolve(import.meta.dirname, '..')
+const OUT = join(ROOT, 'dist', `bundle-test-${randomBytes(4).toString('hex')}`)
+t.teardown(() => rmSync(OUT, { recursive: true, force: true }))
+const bundled = build(bundleOptions(OUT, join(ROOT, 'src', 'server.ts')))
+
+/** The packages a bundle file imports at its top, each by its name (`node:` built-ins left out). */
+function staticImports (file: string): string[] {
+  const text = readFileSync(join(OUT, file), 'utf8')
+  return [...text.matchAll(/^import\s+(?:[^'"]*?\s+from\s+)?["']([^"']+)["'];?$/gm)].map(m => m[1]).filter(s => !s.startsWith('node:') && !s.startsWith('./'))
+}
+
+// Loaded by the code only when used: a static import in the main file would load them at every start.
+const WHEN_USED = /^(nodemailer|ioredis|file-type|@fastify\/otel|@opentelemetry\/.*)$/
+
+t.test('the bundle inlines what it can: no package that finds files by __dirname, nothing loaded before it is used', async (t) => {
+  await bundled
+  const files = readdirSync(OUT).filter(f => f.endsWith('.js'))
+  for (const file of files) {
+    // __dirname does not exist in an ES module: code that reads it must stay in its package
+    t.notMatch(readFileSync(join(OUT, file), 'utf8'), /\b__(dirname|filename)\b/, `${file} never reads __dirname or __filename`)
+  }
+  const main = staticImports('server.js')
+  t.same(main.filter(p => WHEN_USED.test(p)), [], 'the main file imports no package the code loads only when used')
+  t.notOk(main.some(p => p === 'kysely' || p === 'fastify' || p.startsWith('@sinclair/typebox')), 'Kysely, Fastify and TypeBox are inside the bundle')
+  t.ok(main.includes('pino'), 'pino stays a package (its transports start workers from files beside it)')
+  const tracing = files.find(f => f.startsWith('tracing-'))
+  t.ok(tracing, 'tracing is a chunk of its own')
+  t.ok(staticImports(tracing!).some(p => p.startsWith('@opentelemetry/')), 'the tracing chunk is where OpenTelemetry is imported')
+})
+
+t.test('the bundled server serves the API on this run\'s database: sign-up, a token, a read', async (t) => {
+  await bundled
+  const dataDir = mkdtempSync(join(tmpdir(), 'roja-bundle-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const databaseUrl = dialect === 'postgres' ? await freshPostgresDatabase(t) : `sqlite:${join(dataDir, 'roja.sqlite')}`
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(OUT, 'server.js')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, MAX_EVENT_LOOP_DELAY_MS: '60000' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const output = { text: '' }
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8')
+    stream.on('data', (c: string) => { output.text += c })
+  }
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  t.teardown(() => keepLog('bundle', output.text))
+  const deadline = Date.now() + 30_000
+  while (!/Server listening at/.test(output.text)) {
+    if (child.exitCode !== null) throw new Error(`the bundle exited before listening:\n${output.text}`)
+    if (Date.now() > deadline) throw new Error(`the bundle did not listen within 30 s:\n${output.text}`)
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  const base = `http://127.0.0.1:${port}`
+  const health = await fetch(`${base}/health`)
+  t.equal(health.status, 200, '/health: the database answers')
+  const version = await (await fetch(`${base}/version`)).json() as { version: string }
+  t.equal(version.version, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version, '/version reads package.json from the bundle')
+
+  const post = (url: string, body: unknown) => fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const invalid = await post('/v1/profiles', { username: 'ada' })
+  t.equal(invalid.status, 422, 'validation runs')
+  t.equal(invalid.headers.get('content-type'), 'application/problem+json; charset=utf-8')
+  const password = 'correct horse battery staple'
+  const signUp = await post('/v1/profiles', { first_name: 'Ada', username: 'ada', email: 'ada@example.com', password })
+  t.equal(signUp.status, 201, 'sign-up writes a user and profile')
+  const token = await post('/v1/auth/token', { username: 'ada', password })
+  t.equal(token.status, 200, 'the password is checked and a token signed')
+  const { access_token: accessToken } = await token.json() as { access_token: string }
+  const mine = await fetch(`${base}/v1/users/me/posts`, { headers: { authorization: `Bearer ${accessToken}` } })
+  t.equal(mine.status, 200, 'the token authenticates a read')
+  t.same(await mine.json(), { posts: [], total: 0 })
+
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'SIGTERM: a clean exit')
+})
+
+/** A database of its own on the test server, dropped at teardown. */
+async function freshPostgresDatabase (t: Test): Promise<string> {
+  const admin = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const name = `roja_bundle_${randomBytes(6).toString('hex')}`
+  const run = async (statement: string) => {
+    const client = new pg.Client({ connectionString: admin })
+    await client.connect()
+    try { await client.query(statement) } finally { await client.end() }
+  }
+  await run(`create database ${name}`)
+  t.teardown(() => run(`drop database if exists ${name} with (force)`))
+  const url = new URL(admin)
+  url.pathname = `/${name}`
+  return url.href
+}
