@@ -6,7 +6,7 @@ import { build } from 'esbuild'
 /**
  * `npm start` runs one file, dist/server.js: tsc's output for src/server.ts bundled with its
  * dependencies by esbuild. Node loaded about 1 100 modules one by one at every start, half of a
- * cold start (bench/README.md, "Start-up"); one file is read and compiled once.
+ * cold start (bench/README.md, "start-up from one bundled file"); one file is read and compiled once.
  *
  * What stays a package of its own, loaded from node_modules as before:
  */

@@ -8,8 +8,8 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { bundleOptions } from '../scripts/bundle.js'
 import { freePort } from '../scripts/proc.js'
-import { dialect } from './helper.js'
-import { keepLog } from './log-capture.js'
+import { dialect, PG_URL } from './helper.js'
+import { keepLog, recordSecret } from './log-capture.js'
 
 /**
  * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here from the
@@ -86,6 +86,7 @@ t.test('the bundled server serves the API on this run\'s database: sign-up, a to
   const token = await post('/v1/auth/token', { username: 'ada', password })
   t.equal(token.status, 200, 'the password is checked and a token signed')
   const { access_token: accessToken } = await token.json() as { access_token: string }
+  recordSecret('access_token', accessToken) // the suite's log scan looks for it in this server's log
   const mine = await fetch(`${base}/v1/users/me/posts`, { headers: { authorization: `Bearer ${accessToken}` } })
   t.equal(mine.status, 200, 'the token authenticates a read')
   t.same(await mine.json(), { posts: [], total: 0 })
@@ -96,16 +97,15 @@ t.test('the bundled server serves the API on this run\'s database: sign-up, a to
 
 /** A database of its own on the test server, dropped at teardown. */
 async function freshPostgresDatabase (t: Test): Promise<string> {
-  const admin = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
   const name = `roja_bundle_${randomBytes(6).toString('hex')}`
   const run = async (statement: string) => {
-    const client = new pg.Client({ connectionString: admin })
+    const client = new pg.Client({ connectionString: PG_URL })
     await client.connect()
     try { await client.query(statement) } finally { await client.end() }
   }
   await run(`create database ${name}`)
   t.teardown(() => run(`drop database if exists ${name} with (force)`))
-  const url = new URL(admin)
+  const url = new URL(PG_URL)
   url.pathname = `/${name}`
   return url.href
 }

@@ -15,7 +15,7 @@ export { TEST_SECRET }
 
 /** Which database this run uses: SQLite unless ROJA_TEST_DIALECT=postgres (npm test runs both). */
 export const dialect = process.env.ROJA_TEST_DIALECT === 'postgres' ? 'postgres' : 'sqlite'
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 export function testConfig (env: Record<string, string> = {}, databaseUrl?: string): Config {
   return loadConfig({
