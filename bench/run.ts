@@ -30,7 +30,7 @@ import { sql } from '../src/db/kysely.js'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'
-import { cpuMs, freePort, rssBytes } from '../scripts/proc.js'
+import { cpuMs, freePort, npmStartArgs, rssBytes } from '../scripts/proc.js'
 
 interface Result {
   requests: { average: number, total: number }
@@ -136,10 +136,6 @@ async function stop (server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
-// npm start's own command line (package.json), node flags included: the benchmark runs what production
-// runs, and a BENCH_BEFORE build its own (so a change of flags is measured too). `exec node …` or
-// `node …`: the arguments after `node`.
-const startArgs = (dir: string): string[] => ((cmd: string[]) => cmd.slice(cmd.indexOf('node') + 1))((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).scripts.start as string).split(' '))
 
 /**
  * Roja with production settings and every plugin on: logging at info (one line per request, to a
@@ -147,7 +143,8 @@ const startArgs = (dir: string): string[] => ((cmd: string[]) => cmd.slice(cmd.i
  * every request), helmet, CORS, load shedding at its production thresholds.
  */
 function startRoja (name: string, databaseUrl: string, cwd = ROOT, extraEnv: Record<string, string> = {}): Promise<Server> {
-  const args = startArgs(cwd)
+  // npm start's node flags included: a BENCH_BEFORE build runs with its own, so a change of flags is measured too
+  const args = npmStartArgs(cwd)
   const entry = BUILT ? args : [...args.slice(0, -1), '--import', 'tsx', 'src/server.ts']
   const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench', '.tmp', 'profiles')}`] : []
   return start(name, [...prof, ...entry], {

@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 
 /** Helpers for the harnesses and tests that run Roja as a child process on loopback. */
+
+/**
+ * `npm start`'s own command line in `dir`'s package.json, as node's arguments (`exec node …` or
+ * `node …`: what follows `node`), so a harness runs the server with production's node flags, and a
+ * tree of another commit with its own.
+ */
+export function npmStartArgs (dir: string): string[] {
+  const start = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ')
+  return start.slice(start.indexOf('node') + 1)
+}
 
 /** A port that was free a moment ago on 127.0.0.1. */
 export async function freePort (): Promise<number> {

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
+import { collectOutput, type Output, waitForOutput } from './child-output.js'
 import { keepLog, recordIssued } from './log-capture.js'
 
 /**
@@ -30,7 +31,7 @@ function shellBlocks (heading: string): string[] {
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map(m => m[1])
 }
 
-interface Started { npm: ChildProcess, port: number, dataDir: string, output: { text: string }, serverPid: number, exited: Promise<{ code: number | null, signal: string | null }> }
+interface Started { npm: ChildProcess, port: number, dataDir: string, output: Output, serverPid: number, exited: Promise<{ code: number | null, signal: string | null }> }
 
 async function npmStart (t: Test): Promise<Started> {
   const dataDir = mkdtempSync(join(tmpdir(), 'roja-readme-'))
@@ -43,29 +44,12 @@ async function npmStart (t: Test): Promise<Started> {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), DATA_DIR: dataDir, SHUTDOWN_GRACE_MS: String(GRACE_MS), MAX_EVENT_LOOP_DELAY_MS: '60000' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
-  const output = { text: '' }
-  for (const stream of [npm.stdout!, npm.stderr!]) {
-    stream.setEncoding('utf8')
-    stream.on('data', (c: string) => { output.text += c })
-  }
+  const output = collectOutput(npm)
   const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => npm.on('exit', (code, signal) => resolve({ code, signal })))
   t.teardown(() => { try { process.kill(-npm.pid!, 'SIGKILL') } catch {} })
   t.teardown(() => keepLog('npm-start', output.text))
-  const line = await waitFor(output, exited, /\{[^\n]*"msg":"Server listening at [^\n]*\}/)
+  const line = await waitForOutput(output, /\{[^\n]*"msg":"Server listening at [^\n]*\}/, START_DEADLINE_MS)
   return { npm, port, dataDir, output, serverPid: JSON.parse(line).pid, exited }
-}
-
-async function waitFor (output: { text: string }, exited: Promise<unknown>, pattern: RegExp): Promise<string> {
-  const deadline = Date.now() + START_DEADLINE_MS
-  let gone = false
-  void exited.then(() => { gone = true })
-  while (Date.now() < deadline) {
-    const match = pattern.exec(output.text)
-    if (match) return match[0]
-    if (gone) throw new Error(`npm start exited before ${pattern}:\n${output.text}`)
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-  throw new Error(`no ${pattern} within ${START_DEADLINE_MS} ms:\n${output.text}`)
 }
 
 function alive (pid: number): boolean {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, createServer, type Socket } from 'node:net'
@@ -7,27 +7,13 @@ import { join, resolve } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
+import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog } from './log-capture.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
 const START_DEADLINE_MS = 120_000
 
-
-/** Resolves when the child's output has a line matching `pattern`. */
-function waitForLine (child: ChildProcess, output: { text: string }, pattern: RegExp, deadlineMs = START_DEADLINE_MS): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (pattern.test(output.text)) { cleanup(); resolve() }
-    }
-    const onExit = (code: number | null) => { cleanup(); reject(new Error(`server exited (${code}) before ${pattern}:\n${output.text}`)) }
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`no ${pattern} within ${deadlineMs} ms:\n${output.text}`)) }, deadlineMs)
-    const cleanup = () => { clearTimeout(timer); child.stdout!.off('data', check); child.off('exit', onExit) }
-    child.stdout!.on('data', check)
-    child.on('exit', onExit)
-    check()
-  })
-}
 
 function canConnect (port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -76,21 +62,17 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
     },
     stdio: ['ignore', 'pipe', 'pipe']
   })
-  const output = { text: '' }
-  child.stdout.setEncoding('utf8')
-  child.stderr.setEncoding('utf8')
-  child.stdout.on('data', (c: string) => { output.text += c })
-  child.stderr.on('data', (c: string) => { output.text += c })
+  const output = collectOutput(child)
   const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   t.teardown(() => keepLog('server', output.text))
 
-  await waitForLine(child, output, /Server listening at http:\/\/127\.0\.0\.1:\d+/)
+  await waitForOutput(output, /Server listening at http:\/\/127\.0\.0\.1:\d+/, START_DEADLINE_MS)
   const health = await fetch(`http://127.0.0.1:${port}/health`)
   t.equal(health.status, 200, 'serves before the signal')
   // Lines are written in batches of 4 KiB, and by a timer (200 ms) while the server is quiet: this
   // one line must not wait for more traffic or for the exit.
-  await t.resolves(waitForLine(child, output, /"url":"\/health"[^\n]*"request completed"/, 2000), 'a quiet server\'s request line reaches stdout within 2 s')
+  await t.resolves(waitForOutput(output, /"url":"\/health"[^\n]*"request completed"/, 2000), 'a quiet server\'s request line reaches stdout within 2 s')
   t.ok(existsSync(join(dataDir, 'roja.sqlite')), 'the SQLite file is under DATA_DIR')
 
   // An in-flight request: headers and half of the body now, the rest after the signal.
@@ -98,10 +80,10 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   const answer = readAll(slow)
   const body = '{"a":"012345678901"}'
   slow.write(`POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 6)}`)
-  await waitForLine(child, output, /"url":"\/nowhere".*incoming request/)
+  await waitForOutput(output, /"url":"\/nowhere".*incoming request/, START_DEADLINE_MS)
 
   child.kill('SIGTERM')
-  await waitForLine(child, output, /closing: finishing in-flight requests/)
+  await waitForOutput(output, /closing: finishing in-flight requests/, START_DEADLINE_MS)
   t.equal(await refusesWithin(port, 2000), true, 'no new connections once closing, while the in-flight request is still open')
 
   slow.end(body.slice(6))
@@ -121,14 +103,13 @@ async function startFailure (env: Record<string, string>): Promise<{ code: numbe
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe']
   })
-  let output = ''
-  child.stdout.on('data', (c) => { output += String(c) })
-  child.stderr.on('data', (c) => { output += String(c) })
+  const output = collectOutput(child)
   const timer = setTimeout(() => child.kill('SIGKILL'), START_DEADLINE_MS)
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  // 'close', not 'exit': the pipes are read to their end before the output is looked at
+  const [code] = await once(child, 'close') as [number | null]
   clearTimeout(timer)
-  keepLog('server', output)
-  return { code, output }
+  keepLog('server', output.text)
+  return { code, output: output.text }
 }
 
 /** The one fatal line of a failed start: readable, no stack. */

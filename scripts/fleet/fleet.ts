@@ -5,7 +5,7 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from '../proc.js'
+import { freePort, npmStartArgs } from '../proc.js'
 import { startHAProxy, type HAProxy } from './haproxy.js'
 import { privatePostgres, type PrivatePostgres } from './postgres.js'
 
@@ -139,9 +139,8 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       ...(opts.smtpUrl ? { SMTP_URL: opts.smtpUrl } : {}),
       ...opts.env
     }
-    const command = (opts.runtime ?? 'dist') === 'dist'
-      ? ['--max-semi-space-size=8', 'dist/server.js']
-      : ['--import', 'tsx', 'src/server.ts']
+    // the built bundle runs as npm start runs it, node flags included
+    const command = (opts.runtime ?? 'dist') === 'dist' ? npmStartArgs(ROOT) : ['--import', 'tsx', 'src/server.ts']
     const instances: Instance[] = []
     for (let i = 1; i <= count; i++) instances.push(new Instance(`roja${i}`, await freePort(), command, env))
     cleanups.push(() => Promise.all(instances.map(i => i.stop())).then(() => {}))
