@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
@@ -38,15 +38,32 @@ export function bundleOptions (outdir: string, entry = 'dist/src/server.js') {
   } as const
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // Like `tsc -b`, writes only what changed (each file renamed into place whole), so a server
-  // starting meanwhile never reads a half-written bundle; the last bundle's other files go.
-  const { outputFiles } = await build({ ...bundleOptions('dist'), write: false })
+/**
+ * Builds the bundle into `outdir`. Like `tsc -b`, writes only what changed (each file renamed into
+ * place whole), so a server starting meanwhile never reads a half-written bundle; the last
+ * bundle's other files go.
+ */
+export async function writeBundle (outdir: string, entry?: string): Promise<void> {
+  const { outputFiles } = await build({ ...bundleOptions(outdir, entry), write: false })
+  mkdirSync(outdir, { recursive: true })
   const current = new Set(outputFiles.map(f => basename(f.path)))
-  for (const file of readdirSync('dist')) if (file.endsWith('.js') && !current.has(file)) rmSync(join('dist', file))
-  for (const { path, contents } of outputFiles) {
-    if (existsSync(path) && readFileSync(path).equals(contents)) continue
+  for (const file of readdirSync(outdir)) if (file.endsWith('.js') && !current.has(file)) rmSync(join(outdir, file))
+  for (const { path, text } of outputFiles) {
+    const contents = asciiOnly(text)
+    if (existsSync(path) && readFileSync(path, 'utf8') === contents) continue
     writeFileSync(`${path}.tmp`, contents)
     renameSync(`${path}.tmp`, path)
   }
 }
+
+/**
+ * esbuild writes strings, regular expressions and names in ASCII (`charset: 'ascii'`, its default)
+ * but copies comments as they are, and one character past U+00FF anywhere in a file makes V8 keep
+ * the whole source as two bytes a character (bench/README.md, "an ASCII bundle"). What is left
+ * is comments, where an escape reads as well (and in a string it would mean the same character).
+ */
+export function asciiOnly (code: string): string {
+  return code.replace(/[^\x00-\x7f]/gu, c => `\\u{${c.codePointAt(0)!.toString(16)}}`)
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await writeBundle('dist')
