@@ -136,7 +136,6 @@ async function stop (server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
-
 /**
  * Roja with production settings and every plugin on: logging at info (one line per request, to a
  * file), metrics, rate limiting (limit raised so the one client is never 429'd; it still counts
