@@ -31,6 +31,7 @@ import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'
 import { cpuMs, freePort, npmStartArgs, rssBytes } from '../scripts/proc.js'
+import { withLockWaits, type LockWaits } from './lock-waits.js'
 
 interface Result {
   requests: { average: number, total: number }
@@ -212,6 +213,8 @@ interface Target {
   connections?: number
   /** a Roja target (the only ones run under BENCH_CPU_PROF) */
   roja?: boolean
+  /** a PostgreSQL database the target writes to: its lock waits are sampled while it runs */
+  locksOf?: string
 }
 
 /**
@@ -219,7 +222,7 @@ interface Target {
  * answered: what a request costs the server, whatever else the machine is doing, where req/s also
  * moves with the neighbours. Node's processes only: PostgreSQL's own work is not in it.
  */
-interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number }
+interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: LockWaits }
 
 /** The CPU milliseconds used so far by the processes behind these URLs; undefined without /proc. */
 function serversCpuMs (urls: string[]): number | undefined {
@@ -236,7 +239,7 @@ function serversCpuMs (urls: string[]): number | undefined {
 async function cannon (target: Target, duration: number, seed: number): Promise<Sample> {
   const connections = target.connections ?? CONNECTIONS
   const cpuBefore = serversCpuMs(target.urls)
-  const results = await Promise.all(target.urls.map(async (url, i) => {
+  const load = () => Promise.all(target.urls.map(async (url, i) => {
     const random = prng(seed * 31 + i)
     return autocannon({
       url,
@@ -252,6 +255,7 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
       }]
     })
   }))
+  const [results, locks] = target.locksOf ? await withLockWaits(target.locksOf, load) : [await load(), undefined]
   const total = results.reduce((n, r) => n + r.requests.total, 0) || 1
   const cpuAfter = serversCpuMs(target.urls)
   return {
@@ -261,8 +265,19 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
     p50: results.reduce((n, r) => n + r.latency.p50 * r.requests.total, 0) / total,
     p99: Math.max(...results.map(r => r.latency.p99)),
     non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-    errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0)
+    errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    ...(locks ? { locks } : {})
   }
+}
+
+const lockText = (l: Omit<LockWaits, 'samples'>) =>
+  `lock waits in ${(100 * l.waitedShare).toFixed(1)} % of samples (backends: ${l.waiting.toFixed(2)} waiting, ${l.active.toFixed(1)} active)` +
+  (Object.keys(l.on).length ? `, on ${Object.entries(l.on).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}` : '')
+/** every round's waits added up, by what was waited for */
+const waitsOn = (rounds: LockWaits[]) => {
+  const on: Record<string, number> = {}
+  for (const r of rounds) for (const [k, v] of Object.entries(r.on)) on[k] = (on[k] ?? 0) + v
+  return on
 }
 
 const median = (values: number[]) => {
@@ -272,7 +287,7 @@ const median = (values: number[]) => {
 }
 
 interface GroupResult {
-  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, runs: Sample[] }>
+  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples' | 'on'> & { on: Record<string, number> }, runs: Sample[] }>
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
   ratios: Record<string, { reqs: number, p50: number, cpu?: number }>
   error?: string
@@ -290,7 +305,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     for (const target of targets) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
-      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
+      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
     }
   }
   const result: GroupResult = { targets: {}, ratios: {} }
@@ -299,6 +314,9 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     result.targets[target.name] = {
       reqs: median(samples.map(s => s.reqs)), p50: median(samples.map(s => s.p50)), p99: median(samples.map(s => s.p99)),
       ...(samples.every(s => s.cpuUs !== undefined) ? { cpuUs: median(samples.map(s => s.cpuUs!)) } : {}),
+      ...(samples.every(s => s.locks !== undefined)
+        ? { locks: { active: median(samples.map(s => s.locks!.active)), waiting: median(samples.map(s => s.locks!.waiting)), waitedShare: median(samples.map(s => s.locks!.waitedShare)), on: waitsOn(samples.map(s => s.locks!)) } }
+        : {}),
       non2xx: samples.reduce((a, s) => a + s.non2xx, 0), errors: samples.reduce((a, s) => a + s.errors, 0), runs: samples
     }
   }
@@ -356,6 +374,8 @@ const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000/g
 const written = (s: string) => s.replace(UUID, '<id>').replace(TIME, '<time>')
 
 interface Database { url: string, creators: string[], drop: () => Promise<void> }
+/** Lock waits are PostgreSQL's to show; SQLite takes one write lock per database by design. */
+const locksOf = (db: Database) => (db.url.startsWith('postgres') ? db.url : undefined)
 
 async function pgAdmin<T> (work: (client: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: PG_URL })
@@ -588,10 +608,10 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
         const targets: Target[] = [
-          { name: 'roja c1', urls: [w.url], method: 'POST', request: post, connections: 1, roja: true },
-          { name: 'baseline c1', urls: [b.url], method: 'POST', request: post, connections: 1 },
-          { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, roja: true },
-          { name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post }
+          { name: 'roja c1', urls: [w.url], method: 'POST', request: post, connections: 1, roja: true, locksOf: locksOf(dbs.writes!.roja) },
+          { name: 'baseline c1', urls: [b.url], method: 'POST', request: post, connections: 1, locksOf: locksOf(dbs.writes!.baseline) },
+          { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.writes!.roja) },
+          { name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }
         ]
         await sameBytes('writes', targets[0], targets[1], 2, written)
         return await group('writes', targets, [['roja c1', 'baseline c1'], [`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`]])
@@ -607,9 +627,9 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
         return await group('fleet', [
-          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true },
-          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true },
-          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true }
+          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url },
+          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url },
+          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url }
         ], [['two instances', 'one instance'], ['two instances, pools of 5', 'one instance']])
       } finally { await down(a, b, c, d) }
     })
@@ -738,6 +758,7 @@ function table (dialect: string, r: any): string {
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) {
       row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1)])
     }
+    for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`)
   }
   if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)

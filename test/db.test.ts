@@ -108,6 +108,26 @@ if (dialect === 'postgres') {
     t.same(applied.flat().sort(), Object.keys(migrations), 'each once')
     t.same(await Promise.all(dbs.map(db => migrateToLatest(db))), [[], [], []], 'then up to date for every one')
   })
+
+  t.test('2026_11_25_0001_post_counter_slot_sequence: new slots number on from the highest; down restores max(slot) + 1', async (t) => {
+    const { url, schema } = await freshDatabase(t)
+    const db = createDb(url, { schema })
+    t.teardown(() => db.destroy())
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+    t.error((await migrator.migrateTo('2026_11_23_0400_post_published_at_type')).error)
+    await db.insertInto('post_counter').values([{ type: 'ARTICLE', slot: 0, published: 2 }, { type: 'COURSE', slot: 4, published: 1 }]).execute()
+    const addSource = async () => (await sql<{ prosrc: string }>`select prosrc from pg_proc where proname = 'post_counter_add'`.execute(db)).rows[0].prosrc
+
+    t.error((await migrator.migrateTo('2026_11_25_0001_post_counter_slot_sequence')).error)
+    t.match(await addSource(), /nextval\('post_counter_slot_seq'\)/, 'a held slot is followed by one from the sequence')
+    const next = await sql<{ slot: string }>`select nextval('post_counter_slot_seq') as slot`.execute(db)
+    t.equal(Number(next.rows[0].slot), 5, 'the first new slot is past every existing one, of any type')
+
+    t.error((await migrator.migrateDown()).error)
+    t.match(await addSource(), /coalesce\(max\(slot\), -1\) \+ 1/, 'down numbers new slots as before')
+    const left = await sql<{ seq: string | null }>`select to_regclass('post_counter_slot_seq')::text as seq`.execute(db)
+    t.equal(left.rows[0].seq, null, 'and drops the sequence')
+  })
 }
 
 t.test('a database migrated by a newer release (a migration this one does not know) still fails the start', async (t) => {

@@ -9,6 +9,7 @@ import * as tokenGeneration from './migrations/2026_11_23_0100_token_generation.
 import * as emailVerifiedAt from './migrations/2026_11_23_0200_email_verified_at.js'
 import * as mediaActiveContentAsText from './migrations/2026_11_23_0300_media_active_content_as_text.js'
 import * as postPublishedAtType from './migrations/2026_11_23_0400_post_published_at_type.js'
+import * as postCounterSlotSequence from './migrations/2026_11_25_0001_post_counter_slot_sequence.js'
 
 /** Every migration, by its date_slug name. A static list works the same from src/ (tsx) and dist/. */
 export const migrations: Record<string, Migration> = {
@@ -20,7 +21,8 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_0100_token_generation': tokenGeneration,
   '2026_11_23_0200_email_verified_at': emailVerifiedAt,
   '2026_11_23_0300_media_active_content_as_text': mediaActiveContentAsText,
-  '2026_11_23_0400_post_published_at_type': postPublishedAtType
+  '2026_11_23_0400_post_published_at_type': postPublishedAtType,
+  '2026_11_25_0001_post_counter_slot_sequence': postCounterSlotSequence
 }
 
 /** A migration that ran and failed (as opposed to a database that could not be reached). */

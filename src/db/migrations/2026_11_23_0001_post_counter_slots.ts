@@ -11,6 +11,26 @@ import * as postCounter from './2026_11_21_0002_post_counter.js'
  * queue on one row. The rule stays one sentence: the sum of a type's slots is the number of its
  * posts with a published_at, in every snapshot.
  */
+/** The new slot's number as this migration chose it (2026_11_25_0001 takes it from a sequence). */
+export const NEXT_SLOT_BY_MAX = '(select coalesce(max(slot), -1) + 1 from post_counter where type = t)'
+
+/** post_counter_add(type, n): adds n to a slot of the type that no open transaction holds. */
+export function postCounterAdd (nextSlot: string): string {
+  return `create or replace function post_counter_add(t text, n bigint) returns void language plpgsql as $$
+      declare s integer;
+      begin
+        select slot into s from post_counter where type = t limit 1 for update skip locked;
+        if found then
+          update post_counter set published = published + n where type = t and slot = s;
+        else
+          -- every slot is held by an open writer (or the type is new): open another one
+          insert into post_counter (type, slot, published)
+            values (t, ${nextSlot}, n)
+            on conflict (type, slot) do update set published = post_counter.published + excluded.published;
+        end if;
+      end $$`
+}
+
 export async function up (db: Kysely<any>): Promise<void> {
   await dataVersion.down(db)
   await postCounter.down(db)
@@ -25,19 +45,7 @@ export async function up (db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('post_published_at_idx').on('post').column('published_at').execute()
 
   if (isPostgres(db)) {
-    await sql.raw(`create function post_counter_add(t text, n bigint) returns void language plpgsql as $$
-      declare s integer;
-      begin
-        select slot into s from post_counter where type = t limit 1 for update skip locked;
-        if found then
-          update post_counter set published = published + n where type = t and slot = s;
-        else
-          -- every slot is held by an open writer (or the type is new): open another one
-          insert into post_counter (type, slot, published)
-            values (t, (select coalesce(max(slot), -1) + 1 from post_counter where type = t), n)
-            on conflict (type, slot) do update set published = post_counter.published + excluded.published;
-        end if;
-      end $$`).execute(db)
+    await sql.raw(postCounterAdd(NEXT_SLOT_BY_MAX)).execute(db)
     // Statement-level triggers with transition tables: one counter change per type and statement.
     for (const [event, refs, changes] of [
       ['insert', 'new table as new_rows', 'select type, count(*) as n from new_rows where published_at is not null group by type'],

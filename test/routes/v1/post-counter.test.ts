@@ -175,4 +175,28 @@ if (dialect === 'postgres') {
     t.ok(slots.length >= 2, `the second writer took a slot of its own (${slots.length} slots)`)
     await checkExact(t, app, { all: 3, article: 3 }, 'after both committed')
   })
+
+  t.test('two writers that both find every slot held open a slot each, neither waiting for the other (PostgreSQL)', async (t) => {
+    const app = await setup(t)
+    const creator = await createCreator(app)
+    const row = (title: string) => ({
+      id: randomUUID(), creator_id: creator.id, type: 'ARTICLE' as const, slug: title, title, body: '', tags: '[]', media_url: null,
+      published_at: PAST, created_at: PAST, updated_at: PAST, sort_at: PAST
+    })
+    await createPost(app, creator) // the type's first slot exists
+    const slots = async () => (await app.db.selectFrom('post_counter').select('slot').where('type', '=', 'ARTICLE').execute()).length
+    await app.db.transaction().execute(async (first) => {
+      await first.insertInto('post').values(row('first')).execute() // holds the only slot
+      await app.db.transaction().execute(async (second) => {
+        await second.insertInto('post').values(row('second')).execute() // opens a slot, holds it uncommitted
+        // The third sees neither uncommitted slot: numbered max(slot) + 1, it chose the second's and queued behind it.
+        await app.db.transaction().execute(async (third) => {
+          await sql`set local lock_timeout = '2s'`.execute(third)
+          await third.insertInto('post').values(row('third')).execute()
+        })
+      })
+    })
+    t.equal(await slots(), 3, 'three slots: the first, and one each for the writers that found it held')
+    await checkExact(t, app, { all: 4, article: 4 }, 'after all three committed')
+  })
 }
