@@ -155,28 +155,8 @@ t.test('totals stay exact under concurrent writers: inserts, deletes, publishing
 })
 
 if (dialect === 'postgres') {
-  t.test('a post writer never waits for another open writer\'s counter row (PostgreSQL)', async (t) => {
-    const app = await setup(t)
-    const creator = await createCreator(app)
-    const row = (title: string) => ({
-      id: randomUUID(), creator_id: creator.id, type: 'ARTICLE' as const, slug: title, title, body: '', tags: '[]', media_url: null,
-      published_at: PAST, created_at: PAST, updated_at: PAST, sort_at: PAST
-    })
-    await createPost(app, creator) // the type's first slot exists
-    await app.db.transaction().execute(async (first) => {
-      await first.insertInto('post').values(row('first')).execute()
-      // `first` holds its slot until it commits; a second writer must not queue behind it.
-      await app.db.transaction().execute(async (second) => {
-        await sql`set local lock_timeout = '2s'`.execute(second)
-        await second.insertInto('post').values(row('second')).execute()
-      })
-    })
-    const slots = await app.db.selectFrom('post_counter').select('slot').where('type', '=', 'ARTICLE').execute()
-    t.ok(slots.length >= 2, `the second writer took a slot of its own (${slots.length} slots)`)
-    await checkExact(t, app, { all: 3, article: 3 }, 'after both committed')
-  })
-
-  t.test('two writers that both find every slot held open a slot each, neither waiting for the other (PostgreSQL)', async (t) => {
+  /** An app whose ARTICLE type has its first slot, a published post row to insert straight into the table, and the type's slot count. */
+  async function oneSlot (t: Test) {
     const app = await setup(t)
     const creator = await createCreator(app)
     const row = (title: string) => ({
@@ -185,11 +165,32 @@ if (dialect === 'postgres') {
     })
     await createPost(app, creator) // the type's first slot exists
     const slots = async () => (await app.db.selectFrom('post_counter').select('slot').where('type', '=', 'ARTICLE').execute()).length
+    return { app, row, slots }
+  }
+
+  t.test('a post writer never waits for another open writer\'s counter row (PostgreSQL)', async (t) => {
+    const { app, row, slots } = await oneSlot(t)
+    await app.db.transaction().execute(async (first) => {
+      await first.insertInto('post').values(row('first')).execute()
+      // `first` holds its slot until it commits; a second writer must not queue behind it.
+      await app.db.transaction().execute(async (second) => {
+        await sql`set local lock_timeout = '2s'`.execute(second)
+        await second.insertInto('post').values(row('second')).execute()
+      })
+    })
+    const count = await slots()
+    t.ok(count >= 2, `the second writer took a slot of its own (${count} slots)`)
+    await checkExact(t, app, { all: 3, article: 3 }, 'after both committed')
+  })
+
+  t.test('two writers that both find every slot held open a slot each, neither waiting for the other (PostgreSQL)', async (t) => {
+    const { app, row, slots } = await oneSlot(t)
     await app.db.transaction().execute(async (first) => {
       await first.insertInto('post').values(row('first')).execute() // holds the only slot
       await app.db.transaction().execute(async (second) => {
         await second.insertInto('post').values(row('second')).execute() // opens a slot, holds it uncommitted
-        // The third sees neither uncommitted slot: numbered max(slot) + 1, it chose the second's and queued behind it.
+        // The third sees neither uncommitted slot. Numbered max(slot) + 1 (before 2026_11_25_0001) it took the
+        // second's number and queued behind it; numbered from the sequence it gets one of its own.
         await app.db.transaction().execute(async (third) => {
           await sql`set local lock_timeout = '2s'`.execute(third)
           await third.insertInto('post').values(row('third')).execute()
