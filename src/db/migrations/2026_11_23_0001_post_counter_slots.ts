@@ -3,14 +3,6 @@ import { isPostgres } from '../dialect.js'
 import * as dataVersion from './2026_11_21_0004_data_version.js'
 import * as postCounter from './2026_11_21_0002_post_counter.js'
 
-/**
- * No write waits on another writer's counter row. data_version (one row every post write
- * updated) is dropped with the cache it served, and post_counter becomes a set of slots per type,
- * summed on read: a PostgreSQL writer adds to a slot no other open transaction holds
- * (FOR UPDATE SKIP LOCKED) and opens a new slot when all are held, so concurrent writers never
- * queue on one row. The rule stays one sentence: the sum of a type's slots is the number of its
- * posts with a published_at, in every snapshot.
- */
 /** The new slot's number as this migration chose it (2026_11_25_0001 takes it from a sequence). */
 export const NEXT_SLOT_BY_MAX = '(select coalesce(max(slot), -1) + 1 from post_counter where type = t)'
 
@@ -31,6 +23,14 @@ export function postCounterAdd (nextSlot: string): string {
       end $$`
 }
 
+/**
+ * No write waits on another writer's counter row. data_version (one row every post write
+ * updated) is dropped with the cache it served, and post_counter becomes a set of slots per type,
+ * summed on read: a PostgreSQL writer adds to a slot no other open transaction holds
+ * (FOR UPDATE SKIP LOCKED) and opens a new slot when all are held, so concurrent writers never
+ * queue on one row. The rule stays one sentence: the sum of a type's slots is the number of its
+ * posts with a published_at, in every snapshot.
+ */
 export async function up (db: Kysely<any>): Promise<void> {
   await dataVersion.down(db)
   await postCounter.down(db)
