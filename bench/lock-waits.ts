@@ -44,6 +44,8 @@ export async function withLockWaits<T> (url: string, work: () => Promise<T>): Pr
       await sleep(SAMPLE_MS)
     }
   })()
+  // A failed sample fails the target when awaited below, not the whole process while `work` runs.
+  sampling.catch(() => {})
   try {
     const result = await work()
     running = false

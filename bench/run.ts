@@ -287,7 +287,7 @@ const median = (values: number[]) => {
 }
 
 interface GroupResult {
-  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples' | 'on'> & { on: Record<string, number> }, runs: Sample[] }>
+  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
   ratios: Record<string, { reqs: number, p50: number, cpu?: number }>
   error?: string
@@ -627,9 +627,9 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
         return await group('fleet', [
-          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url },
-          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url },
-          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: dbs.fleet!.url }
+          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
+          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
+          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) }
         ], [['two instances', 'one instance'], ['two instances, pools of 5', 'one instance']])
       } finally { await down(a, b, c, d) }
     })
