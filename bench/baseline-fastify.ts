@@ -34,9 +34,16 @@ const postgres = url.startsWith('postgres')
 const numbered = (text: string) => { let n = 0; return text.replace(/\?/g, () => `$${++n}`) }
 
 function openPg (): Db {
-  // Roja's pool size, and the same type parsing (bigint as a number)
+  // Roja's pool size, and the same type parsing: bigint as a number, timestamptz as the ISO text
+  // SQLite stores, cut from a UTC session's text (another zone through pg's own parser)
   pg.types.setTypeParser(20, (v: string) => Number(v))
+  const parseDate = pg.types.getTypeParser(1184) as (v: string) => Date
+  pg.types.setTypeParser(1184, (v: string) => {
+    if (v[4] !== '-' || v[10] !== ' ' || !v.endsWith('+00')) return parseDate(v).toISOString()
+    return `${v.slice(0, 10)}T${v.slice(11, 19)}.${(v[19] === '.' ? v.slice(20, Math.min(23, v.length - 3)) : '').padEnd(3, '0')}Z`
+  })
   const pool = new pg.Pool({ connectionString: url, max: 10 })
+  pool.on('connect', (client) => { client.query('set time zone \'UTC\'').catch(() => {}) })
   const texts = new Map<string, string>()
   const sqlOf = (text: string) => { let t = texts.get(text); if (t === undefined) texts.set(text, t = numbered(text)); return t }
   return {
@@ -96,7 +103,8 @@ const hasCounter = (await db.all(postgres
   ? 'select 1 from information_schema.tables where table_schema = current_schema() and table_name = \'post_counter\''
   : 'select 1 from sqlite_master where type = \'table\' and name = \'post_counter\'', [])).length > 0
 
-const time = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString().slice(0, 19) + '+0000'
+// Timestamps arrive as toISOString's text on both databases: the output form is cut from it, as Roja does.
+const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) : new Date(v).toISOString().slice(0, 19)) + '+0000'
 
 function toPost (r: Row) {
   return {

@@ -9,7 +9,7 @@ import { compiledList } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
 import { seed } from '../scripts/seed.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
-import { clockIso, formatDateTime, formatNullableDateTime, isLenientDateTime, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
+import { clockIso, formatDateTime, formatNullableDateTime, isLenientDateTime, isoFromUtcTimestampText, writeTimeIso, parseDateTimeInput, toDate } from '../src/db/time.js'
 import { createAjv } from '../src/options.js'
 import { dialect, freshDatabase, whileMigrating } from './helper.js'
 
@@ -165,7 +165,39 @@ t.test('timestamps written as ISO text read back to the output format on both di
   await insertUser(db, 'a', { is_active: true, is_creator: false })
   await db.updateTable('user').set({ created_at: '2026-03-01T10:20:30.456Z' }).where('id', '=', 'a').execute()
   const row = await db.selectFrom('user').select('created_at').where('id', '=', 'a').executeTakeFirstOrThrow()
+  t.equal(row.created_at, '2026-03-01T10:20:30.456Z', 'the ISO text written, on both dialects')
   t.equal(formatDateTime(row.created_at), '2026-03-01T10:20:30+0000')
+})
+
+if (dialect === 'postgres') {
+  t.test('PostgreSQL: sessions run in UTC; timestamptz reads as ISO text from any zone, microseconds truncated', async (t) => {
+    const db = await openDb(t)
+    const zone = await sql<{ zone: string }>`select current_setting('TimeZone') as zone`.execute(db)
+    t.equal(zone.rows[0].zone, 'UTC', 'each new connection is set to UTC')
+    await insertUser(db, 'a', { is_active: true, is_creator: false })
+    await sql`update "user" set created_at = '2026-03-01 10:20:30.456789+00', updated_at = '0001-01-01 00:00:00+00' where id = 'a'`.execute(db)
+    const read = () => db.selectFrom('user').select(['created_at', 'updated_at']).where('id', '=', 'a').executeTakeFirstOrThrow()
+    t.same(await read(), { created_at: '2026-03-01T10:20:30.456Z', updated_at: '0001-01-01T00:00:00.000Z' }, 'cut from the UTC text')
+    // Another zone (a pooler that dropped the SET, a server's own setting): pg's own parser reads it.
+    const other = await db.transaction().execute(async (trx) => {
+      await sql`set local time zone 'Asia/Kolkata'`.execute(trx)
+      return trx.selectFrom('user').select(['created_at', 'updated_at']).where('id', '=', 'a').executeTakeFirstOrThrow()
+    })
+    t.same(other, { created_at: '2026-03-01T10:20:30.456Z', updated_at: '0001-01-01T00:00:00.000Z' }, 'the same instant from +05:30 text')
+  })
+}
+
+t.test('isoFromUtcTimestampText: a UTC timestamptz text cut to ISO text; other forms left to a parser', async (t) => {
+  t.equal(isoFromUtcTimestampText('2026-11-25 18:22:35.221456+00'), '2026-11-25T18:22:35.221Z', 'microseconds truncated')
+  t.equal(isoFromUtcTimestampText('2026-11-25 18:22:35.999999+00'), '2026-11-25T18:22:35.999Z', 'truncated, not rounded')
+  t.equal(isoFromUtcTimestampText('2026-11-25 18:22:35.221+00'), '2026-11-25T18:22:35.221Z')
+  t.equal(isoFromUtcTimestampText('2026-11-25 18:22:35.2+00'), '2026-11-25T18:22:35.200Z', 'a short fraction is padded')
+  t.equal(isoFromUtcTimestampText('2026-11-25 18:22:35+00'), '2026-11-25T18:22:35.000Z', 'no fraction')
+  t.equal(isoFromUtcTimestampText('0001-01-01 00:00:00+00'), '0001-01-01T00:00:00.000Z')
+  for (const other of ['2026-11-25 19:22:35.221+01', '2026-11-25 23:52:35.221+05:30', '2026-11-25 18:22:35-00:30',
+    '0044-03-15 12:00:00+00 BC', '12026-11-25 18:22:35+00', 'infinity', '2026-11-25T18:22:35.221Z', '2026-11-25 18:22+00']) {
+    t.equal(isoFromUtcTimestampText(other), undefined, other)
+  }
 })
 
 t.test('formatDateTime: UTC, colon-less offset, no fraction', async (t) => {

@@ -7,6 +7,7 @@ import {
   Kysely, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase
 } from './kysely.js'
 import type { Database } from './schema.js'
+import { isoFromUtcTimestampText } from './time.js'
 
 // Each driver is loaded only for the dialect in use: an instance carries one of them, not both.
 const require = createRequire(import.meta.url)
@@ -17,6 +18,11 @@ function loadPg (): typeof pg {
     // pg parses DATE into a local-midnight Date and bigint into a string; we want the text and a number.
     pgDriver.types.setTypeParser(1082, (v: string) => v)
     pgDriver.types.setTypeParser(20, (v: string) => Number(v))
+    // timestamptz as the ISO text SQLite gives back, so both dialects hand the domain one form: in a UTC
+    // session (set below) it is cut from the text, not parsed into a Date and formatted back (30 of
+    // each on a list page). Another zone still reads right, through pg's own parser.
+    const parseDate = pgDriver.types.getTypeParser(1184) as (v: string) => Date
+    pgDriver.types.setTypeParser(1184, (v: string) => isoFromUtcTimestampText(v) ?? isoOf(parseDate(v), v))
   }
   return pgDriver
 }
@@ -51,7 +57,12 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
     pool.on('error', () => {})
     // A checked-out client whose server goes away emits 'error' too; unheard, that kills the process.
     // Its query still fails (→ 503) and pg-pool discards the broken client on release.
-    pool.on('connect', (client) => { client.on('error', () => {}) })
+    // The session in UTC: timestamptz then comes back as text the parser above only cuts. Queued
+    // before any query of the client's; if it fails, the parser's fallback still reads other zones.
+    pool.on('connect', (client) => {
+      client.on('error', () => {})
+      client.query('set time zone \'UTC\'').catch(() => {})
+    })
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: opts.log })
     pools.set(db, pool)
     return db
@@ -100,6 +111,11 @@ function bindingBooleans (statement: SQLite.Statement): ReturnType<SqliteDatabas
     run: (params: readonly unknown[]) => statement.run(bind(params) as unknown[]),
     iterate: (params: readonly unknown[]) => statement.iterate(bind(params) as unknown[])
   } as unknown as ReturnType<SqliteDatabase['prepare']>
+}
+
+/** A parsed timestamptz as ISO text; `infinity` and the like stay as PostgreSQL wrote them. */
+function isoOf (date: Date, text: string): string {
+  return date instanceof Date && !Number.isNaN(date.getTime()) ? date.toISOString() : text
 }
 
 export function isPostgres (db: Kysely<any>): boolean {

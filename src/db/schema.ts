@@ -1,10 +1,10 @@
 import type { ColumnType, Generated } from 'kysely'
 
 /**
- * Timestamps are written as ISO strings; SQLite gives strings back and PostgreSQL (timestamptz) Dates.
- * `toDate` in src/db/time.ts reads either.
+ * Timestamps are written as ISO strings and read back as the same ISO text on both dialects:
+ * SQLite stores the text, and PostgreSQL's timestamptz parser (src/db/dialect.ts) gives it.
  */
-type Timestamp = ColumnType<Date | string, string, string>
+type Timestamp = ColumnType<string, string, string>
 /** Dates (`_date`) travel as 'YYYY-MM-DD' on both dialects (pg's DATE parser is set to keep the text). */
 type DateText = string
 /** Booleans: SQLite stores 0/1, PostgreSQL boolean; write booleans, read with `Boolean()`. */
@@ -20,7 +20,7 @@ export interface UserTable {
   /** bumped to revoke every token issued before (migration 2026_11_23_0100) */
   token_generation: ColumnType<number, number | undefined, number>
   /** when the address was confirmed; null: not verified, so only verification mail goes to it (migration 2026_11_23_0200) */
-  email_verified_at: ColumnType<Date | string | null, string | null | undefined, string | null>
+  email_verified_at: ColumnType<string | null, string | null | undefined, string | null>
   created_at: Timestamp
   updated_at: Timestamp
 }

@@ -11,7 +11,23 @@ export function formatNullableDateTime (value: Date | string | null): string | n
   return value === null ? null : formatDateTime(value)
 }
 
-/** A column value (ISO text from SQLite, Date from PostgreSQL) as a Date. */
+/**
+ * PostgreSQL's text of a timestamptz in a UTC session (`2026-11-25 18:22:35.221456+00`) as the
+ * ISO text Roja writes and SQLite gives back (`2026-11-25T18:22:35.221Z`), cut, not parsed: the
+ * fraction to milliseconds, truncated as a Date would be. Any other form (another zone, BC, a
+ * five-digit year) is undefined, for the caller to parse.
+ */
+export function isoFromUtcTimestampText (text: string): string | undefined {
+  const n = text.length
+  if (n < 22 || text[4] !== '-' || text[10] !== ' ' || !text.endsWith('+00')) return undefined
+  const day = text.slice(0, 10)
+  const time = text.slice(11, 19)
+  if (n === 22) return `${day}T${time}.000Z`
+  if (text[19] !== '.') return undefined
+  return `${day}T${time}.${text.slice(20, Math.min(23, n - 3)).padEnd(3, '0')}Z`
+}
+
+/** A column value (ISO text on both dialects; a Date where a caller has one) as a Date. */
 export function toDate (value: Date | string): Date {
   return value instanceof Date ? value : new Date(value)
 }
