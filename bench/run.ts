@@ -711,12 +711,12 @@ async function benchDialect (dialect: string, dbs: Databases) {
 /** met: null when nothing could be measured (a failed group, a target that answered errors) */
 interface Goal { goal: string, value: string, met: boolean | null }
 
-/** The goals of issue 14 with their verdicts; none from the smoke or from fewer than 3 rounds. */
 /** Two decimals, or three where two would round across the goal (0.997 is no 1.00 beside NOT MET). */
 function shown (value: number, met: (v: number) => boolean): string {
   return met(Number(value.toFixed(2))) === met(value) ? value.toFixed(2) : value.toFixed(3)
 }
 
+/** The goals of issue 14 with their verdicts; none from the smoke or from fewer than 3 rounds. */
 function goals (dialect: string, r: any): Goal[] {
   const out: Goal[] = []
   // A ratio over a target that answered errors, or nothing, is no measure: no verdict from it.
