@@ -94,6 +94,8 @@ const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "pos
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
 const FROM = `from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
 const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
+// SQLite prepares a statement again on every run when its LIMIT is a bare bound parameter; `+?` is not (as Roja writes it)
+const LIMIT = postgres ? 'limit ? offset ?' : 'limit +? offset ?'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
 const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "tags", "media_url", "published_at",
@@ -145,8 +147,8 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   // Roja's plan: a deep page of the public lists takes its keys from the post table alone (the rows
   // an offset skips stay in the index), then those posts with their joins; other pages read directly.
   const page = offset >= 100 && creatorId === undefined
-    ? `select ${COLUMNS} ${FROM} where "post"."id" in (select "post"."id" from "post" ${filter} ${SORT} limit ? offset ?) ${SORT}`
-    : `select ${COLUMNS} ${FROM} ${filter} ${SORT} limit ? offset ?`
+    ? `select ${COLUMNS} ${FROM} where "post"."id" in (select "post"."id" from "post" ${filter} ${SORT} ${LIMIT}) ${SORT}`
+    : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
   const [rows, [count]] = await Promise.all([db.all(page, [...params, limit, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }
 }

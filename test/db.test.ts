@@ -169,6 +169,29 @@ t.test('timestamps written as ISO text read back to the output format on both di
   t.equal(formatDateTime(row.created_at), '2026-03-01T10:20:30+0000')
 })
 
+if (dialect === 'sqlite') {
+  // A bare `limit ?` makes SQLite prepare the statement again on every run (its planner reads the
+  // bound value); `limit +?` is the same number to it, read at run time. bench/README.md measures it.
+  t.test('SQLite gets every LIMIT as an expression, and it limits as a bound LIMIT does', async (t) => {
+    const db = await openDb(t)
+    for (let i = 0; i < 5; i++) await insertUser(db, `l${i}`, { is_active: true, is_creator: false })
+    const page = (limit: number, offset = 0) => db.selectFrom('user').select('id').orderBy('id').limit(limit).offset(offset)
+    t.match(page(3).compile().sql, /limit \+\? offset \?$/, 'compiled as limit +?')
+    const ids = async (limit: number, offset = 0) => (await page(limit, offset).execute()).map(r => r.id)
+    t.same(await ids(0), [], 'limit 0: no rows')
+    t.same(await ids(1), ['l0'], 'limit 1: one row')
+    t.same(await ids(4), ['l0', 'l1', 'l2', 'l3'], 'limit 4 of 5')
+    t.same(await ids(5), ['l0', 'l1', 'l2', 'l3', 'l4'], 'limit 5 of 5')
+    t.same(await ids(6), ['l0', 'l1', 'l2', 'l3', 'l4'], 'limit past the end')
+    t.same(await ids(2, 3), ['l3', 'l4'], 'with an offset')
+    t.same(await ids(-1), ['l0', 'l1', 'l2', 'l3', 'l4'], 'a negative limit is no limit, as SQLite reads a bound one')
+    await t.rejects(page(1.5).execute(), /datatype mismatch/, 'a fraction is refused, as SQLite refuses a bound one')
+    const inSubquery = await db.selectFrom('user').select('id')
+      .where('id', 'in', eb => eb.selectFrom('user').select('id').orderBy('id', 'desc').limit(2)).orderBy('id').execute()
+    t.same(inSubquery.map(r => r.id), ['l3', 'l4'], 'a LIMIT inside a subquery')
+  })
+}
+
 if (dialect === 'postgres') {
   t.test('PostgreSQL: sessions run in UTC; timestamptz reads as ISO text from any zone, microseconds truncated', async (t) => {
     const db = await openDb(t)
