@@ -371,6 +371,17 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
     }
   }
   t.same(await list.page(db, {}, [{ column: 'id', direction: 'asc' }], { limit: 1, offset: 0 }, async () => 42), { rows: [{ id: 'c0', username: 'u-c0' }], total: 42 }, 'a given total replaces the count')
+  // sorts that differ only in nulls last are two shapes: each page runs its own query, in either order
+  // (the direction in which the dialect puts NULLs first unless told: ascending on SQLite, descending on PostgreSQL)
+  await db.updateTable('user').set({ email_verified_at: writeTimeIso() }).where('id', '!=', 'c0').execute()
+  const direction = dialect === 'postgres' ? 'desc' as const : 'asc' as const
+  const verified = (nullsLast: boolean) => [{ column: 'email_verified_at', direction, ...(nullsLast ? { nullsLast } : {}) }, { column: 'id', direction: 'asc' as const }]
+  for (const first of [true, false]) {
+    const sorted = compiledList(filtered)
+    for (const nullsLast of [first, !first]) {
+      t.equal((await sorted.page(db, {}, verified(nullsLast), { limit: 7, offset: 0 })).rows[nullsLast ? 6 : 0].id, 'c0', `nulls ${nullsLast ? 'last' : 'first'}, ${nullsLast === first ? 'first' : 'second'} shape run`)
+    }
+  }
   t.equal(await list.count(db, { active: true }), 4)
 })
 

@@ -20,11 +20,12 @@ const SHAPES_PER_QUERY = 200
  * value as a value of the query, exactly where it goes and untransformed (compiling checks each
  * is there), and decide the query's structure from the shape and from which values are defined
  * (an undefined or null value is not a placeholder: it is part of the shape, as is each list's length).
+ * `keyOf` names a shape, distinctly for shapes that build different queries (JSON by default).
  */
-export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>): (db: Executor, shape: S, values: V) => Promise<R[]> {
+export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>, keyOf: (shape: S) => string = jsonKey): (db: Executor, shape: S, values: V) => Promise<R[]> {
   const entries = new Map<string, Entry<R>>()
   return async (db, shape, values) => {
-    const key = shapeKey(isPostgres(db), shape, values)
+    const key = shapeKey(isPostgres(db), keyOf(shape), values)
     let entry = entries.get(key)
     if (!entry) {
       entry = compile(db as Db, shape, values, build)
@@ -55,8 +56,12 @@ async function run<R> (db: Executor, compiled: CompiledQuery<R>, parameters: unk
   return (await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() })).rows
 }
 
-function shapeKey (postgres: boolean, shape: unknown, values: Values): string {
-  let key = `${postgres ? 'pg' : 'sqlite'}${shape === undefined ? '' : JSON.stringify(shape)}`
+function jsonKey (shape: unknown): string {
+  return shape === undefined ? '' : JSON.stringify(shape)
+}
+
+function shapeKey (postgres: boolean, shape: string, values: Values): string {
+  let key = `${postgres ? 'pg' : 'sqlite'}${shape}`
   for (const name in values) {
     const v = values[name]
     if (v === undefined) continue

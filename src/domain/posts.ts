@@ -186,7 +186,8 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const counted = counterTotal(db, values) ?? (() => postList.count(db, values))
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; the horizon as well would make SQLite enter it at the horizon
-    postsAfter(db, undefined, { ...values, horizon: after ? undefined : values.horizon, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 }),
+    // Object.assign, not a spread that gains keys (see compiledList's page)
+    postsAfter(db, undefined, Object.assign({}, values, { horizon: after ? undefined : values.horizon, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 })),
     counted()
   ])
   const more = rows.length > query.limit
