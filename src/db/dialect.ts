@@ -83,7 +83,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
  * SQLite (3.53 here) reads a LIMIT that is a bare bound parameter while planning, and so marks
  * the statement to be prepared again whenever that parameter is bound: every run of every page.
  * `limit +?` is the same number to SQLite but an expression the planner leaves alone, so a
- * cached statement stays prepared (a list page's statement: 75 against 52 µs, bench/README.md).
+ * cached statement stays prepared (a list page's statement: about 70 against 52 µs, bench/README.md).
  */
 class LimitAsExpression extends SqliteQueryCompiler {
   protected override visitLimit (node: LimitNode): void {
