@@ -94,7 +94,7 @@ const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "pos
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
 const FROM = `from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
 const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
-// SQLite prepares a statement again on every run when its LIMIT is a bare bound parameter; `+?` is not (as Roja writes it)
+// SQLite prepares a statement again on every run when its LIMIT is a bare bound parameter; written `+?` (as Roja writes it) it stays prepared
 const LIMIT = postgres ? 'limit ? offset ?' : 'limit +? offset ?'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
