@@ -13,7 +13,7 @@
  * type-filtered lists comes from post_counter when the schema has it (the cheapest exact total the
  * schema offers), else from count(*) like the other filters.
  */
-import { createHash, randomUUID } from 'node:crypto'
+import { hash, randomUUID } from 'node:crypto'
 import jwt from '@fastify/jwt'
 import SQLite from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
@@ -204,7 +204,7 @@ app.get('/v1/posts/:postId', async (request, reply) => {
   const [row] = await db.all(BY_ID, [(request.params as { postId: string }).postId])
   if (!row || row.published_at === null || new Date(row.published_at).getTime() > Date.now()) throw new HttpError(404)
   const body = JSON.stringify(toPost(row))
-  return reply.header('etag', `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`)
+  return reply.header('etag', `"${hash('sha256', body, 'base64url').slice(0, 27)}"`)
     .type('application/json; charset=utf-8').send(body)
 })
 
