@@ -8,7 +8,8 @@
  *   uncached  random list pages, filtered lists, posts by id, the caller's posts (JWT)  vs  the
  *             minimal same-SQL server (bench/baseline-fastify.ts); bytes checked first
  *   writes    POST /v1/posts at 1 and at 50 connections  vs  the minimal server inserting the same rows
- *   fleet     two Roja instances on one PostgreSQL taking writes together  vs  one instance
+ *   fleet     two Roja instances on one PostgreSQL taking writes together  vs  one instance (and
+ *             two baseline instances vs one, beside it: what a second instance gains on this machine)
  *   size      first page and random pages at BENCH_SMALL  vs  at BENCH_LARGE posts (two servers)
  *   cursor    GET /v2/posts page 1000  vs  page 1 (large database)
  *   startup   cold start to ready and idle RSS (median of 3 starts; `BENCH_STARTS` sets how many)
@@ -622,16 +623,21 @@ async function benchDialect (dialect: string, dbs: Databases) {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
       // Two more with DATABASE_POOL_SIZE=5: the pair then holds as many connections as one instance
       // (the sizing README advises), shown beside the verdict, which is on the default settings.
-      const [a, b, c, d] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url)),
-        up(startRoja(`${dialect}-roja-fleet-c`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' })), up(startRoja(`${dialect}-roja-fleet-d`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' }))])
+      // And the baseline's pair, on the same database: what a second instance of the hand-written
+      // server gains on the same machine, shown beside the verdict (which is Roja's own ratio).
+      const [a, b, c, d, e, f] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url)),
+        up(startRoja(`${dialect}-roja-fleet-c`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' })), up(startRoja(`${dialect}-roja-fleet-d`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' })),
+        up(startBaseline(`${dialect}-baseline-fleet-a`, dbs.fleet!.url)), up(startBaseline(`${dialect}-baseline-fleet-b`, dbs.fleet!.url))])
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
         return await group('fleet', [
           { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
           { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) }
-        ], [['two instances', 'one instance'], ['two instances, pools of 5', 'one instance']])
-      } finally { await down(a, b, c, d) }
+          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
+          { name: 'baseline, one instance', urls: [e.url], method: 'POST', request: post, locksOf: locksOf(dbs.fleet!) },
+          { name: 'baseline, two instances', urls: [e.url, f.url], method: 'POST', request: post, locksOf: locksOf(dbs.fleet!) }
+        ], [['two instances', 'one instance'], ['two instances, pools of 5', 'one instance'], ['baseline, two instances', 'baseline, one instance']])
+      } finally { await down(a, b, c, d, e, f) }
     })
 
     if (wanted('size') || wanted('cursor')) {
