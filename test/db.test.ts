@@ -190,6 +190,37 @@ if (dialect === 'sqlite') {
       .where('id', 'in', eb => eb.selectFrom('user').select('id').orderBy('id', 'desc').limit(2)).orderBy('id').execute()
     t.same(inSubquery.map(r => r.id), ['l3', 'l4'], 'a LIMIT inside a subquery')
   })
+
+  // The one connection is handed from holder to waiter: a query that came later must never run
+  // inside another's transaction, and a failed query must still hand it on.
+  t.test('SQLite: queries wait out a transaction on the one connection, then run in the order they came', async (t) => {
+    const db = await openDb(t)
+    await insertUser(db, 'a', { is_active: true, is_creator: false })
+    const count = async () => Number((await db.selectFrom('user').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+    const finished: string[] = []
+    const waiters: Array<Promise<number>> = []
+    await t.rejects(db.transaction().execute(async (trx) => {
+      await trx.insertInto('user').values({
+        id: 'tx', username: 'u-tx', email: 'tx@example.com', password_hash: 'x', is_active: true, is_creator: false, created_at: writeTimeIso(), updated_at: writeTimeIso()
+      }).execute()
+      for (const name of ['first', 'second', 'third']) waiters.push(count().then(n => { finished.push(name); return n }))
+      await new Promise(resolve => setTimeout(resolve, 20)) // the transaction holds on while they wait
+      t.same(finished, [], 'no query ran while the transaction held the connection')
+      t.equal(Number((await trx.selectFrom('user').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 2, 'the transaction sees its own row')
+      throw new Error('roll back')
+    }), /roll back/)
+    t.same(await Promise.all(waiters), [1, 1, 1], 'each saw the rolled-back state, not the transaction\'s row')
+    t.same(finished, ['first', 'second', 'third'], 'in the order they came')
+    const failing = db.selectFrom('no_such_table' as 'user').selectAll().execute()
+    const after = count()
+    await t.rejects(failing, /no such table/)
+    t.equal(await after, 1, 'a failed query hands the connection on')
+    const { numUpdatedRows } = await db.updateTable('user').set({ is_creator: true }).where('id', '=', 'a').executeTakeFirstOrThrow()
+    t.equal(numUpdatedRows, 1n, 'a write reports the rows it changed')
+    const streamed: string[] = []
+    for await (const row of db.selectFrom('user').select('id').stream()) streamed.push(row.id)
+    t.same(streamed, ['a'], 'a select streams')
+  })
 }
 
 if (dialect === 'postgres') {

@@ -4,8 +4,8 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  Kysely, type LimitNode, type LogConfig, type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect,
-  type SqliteDatabase, SqliteQueryCompiler
+  type CompiledQuery, type DatabaseConnection, type Driver, Kysely, type LimitNode, type LogConfig, type QueryResult,
+  type Transaction, PostgresAdapter, PostgresDialect, SqliteDialect, type SqliteDatabase, SqliteDriver, SqliteQueryCompiler
 } from './kysely.js'
 import type { Database } from './schema.js'
 import { isoFromUtcTimestampText } from './time.js'
@@ -76,7 +76,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new SqliteLimitDialect({ database: cachingStatements(database) }), log: opts.log })
+  return new Kysely<Database>({ dialect: new SqliteLimitDialect(database), log: opts.log })
 }
 
 /**
@@ -93,44 +93,100 @@ class LimitAsExpression extends SqliteQueryCompiler {
 }
 
 class SqliteLimitDialect extends SqliteDialect {
+  constructor (private readonly database: SQLite.Database) {
+    super({ database: database as unknown as SqliteDatabase }) // the driver below is the one that uses it
+  }
+
+  override createDriver (): Driver {
+    return new SqliteQueueDriver(this.database)
+  }
+
   override createQueryCompiler (): SqliteQueryCompiler {
     return new LimitAsExpression()
+  }
+}
+
+/**
+ * Kysely's SQLite driver, but for how the one connection is handed on. better-sqlite3 has one
+ * connection, so a query waits while another query or a transaction holds it. Kysely's own lock
+ * wakes every waiter at each release (all await one promise; all but one then wait again): with
+ * 50 requests waiting, 50 resumptions a query. Here the waiters queue and each is woken once, in
+ * the order they came, and the holder hands the connection straight to the next, so none barges in.
+ * Transactions and savepoints are Kysely's (they only run statements on the connection given).
+ */
+class SqliteQueueDriver extends SqliteDriver {
+  readonly #connection: SqliteStatementConnection
+  readonly #waiting: Array<() => void> = []
+  #held = false
+
+  constructor (database: SQLite.Database) {
+    super({ database: database as unknown as SqliteDatabase })
+    this.#connection = new SqliteStatementConnection(database)
+  }
+
+  override async init (): Promise<void> {}
+
+  override async acquireConnection (): Promise<DatabaseConnection> {
+    if (this.#held) await new Promise<void>(resolve => this.#waiting.push(resolve))
+    this.#held = true
+    return this.#connection
+  }
+
+  override async releaseConnection (): Promise<void> {
+    const next = this.#waiting.shift()
+    if (next === undefined) this.#held = false
+    else next() // still held: it passes to the next in line
+  }
+
+  override async destroy (): Promise<void> {
+    this.#connection.close()
   }
 }
 
 const STATEMENT_CACHE_SIZE = 500
 
 /**
- * Kysely prepares every query anew; preparing was a sixth of the list route's CPU (bench/README.md).
- * Reusing the prepared statement of the same SQL text is safe: Kysely runs one query at a time
- * on the connection. Least recently used statements go first past STATEMENT_CACHE_SIZE.
- * better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain code stays
- * dialect-free (a query-tree plugin did this before, at a cost on every query).
+ * The connection: prepared statements kept by SQL text. Kysely prepares every query anew, and
+ * preparing was a sixth of the list route's CPU (bench/README.md); reusing them is safe, as one
+ * query at a time runs on the connection. Least recently used statements go first past
+ * STATEMENT_CACHE_SIZE. better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain
+ * code stays dialect-free (a query-tree plugin did this before, at a cost on every query).
  */
-function cachingStatements (database: SQLite.Database): SqliteDatabase {
-  const cache = new Map<string, ReturnType<SqliteDatabase['prepare']>>()
-  return {
-    close: () => { cache.clear(); database.close() },
-    prepare: (text: string) => {
-      let statement = cache.get(text)
-      if (statement) cache.delete(text)
-      else statement = bindingBooleans(database.prepare(text))
-      cache.set(text, statement)
-      if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
-      return statement
-    }
+class SqliteStatementConnection implements DatabaseConnection {
+  readonly #statements = new Map<string, SQLite.Statement>()
+
+  constructor (private readonly database: SQLite.Database) {}
+
+  async executeQuery<R> ({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.#prepared(sql)
+    if (statement.reader) return { rows: statement.all(bindable(parameters)) as R[] }
+    const { changes, lastInsertRowid } = statement.run(bindable(parameters))
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) }
+  }
+
+  async * streamQuery<R> ({ sql, parameters }: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    const statement = this.#prepared(sql)
+    if (!statement.reader) throw new Error('only a query that returns rows can be streamed')
+    for (const row of statement.iterate(bindable(parameters))) yield { rows: [row as R] }
+  }
+
+  close (): void {
+    this.#statements.clear()
+    this.database.close()
+  }
+
+  #prepared (sql: string): SQLite.Statement {
+    let statement = this.#statements.get(sql)
+    if (statement) this.#statements.delete(sql)
+    else statement = this.database.prepare(sql)
+    this.#statements.set(sql, statement)
+    if (this.#statements.size > STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!)
+    return statement
   }
 }
 
-function bindingBooleans (statement: SQLite.Statement): ReturnType<SqliteDatabase['prepare']> {
-  const bind = (params: readonly unknown[]) =>
-    params.some(v => typeof v === 'boolean') ? params.map(v => (typeof v === 'boolean' ? Number(v) : v)) : params
-  return {
-    reader: statement.reader,
-    all: (params: readonly unknown[]) => statement.all(bind(params) as unknown[]),
-    run: (params: readonly unknown[]) => statement.run(bind(params) as unknown[]),
-    iterate: (params: readonly unknown[]) => statement.iterate(bind(params) as unknown[])
-  } as unknown as ReturnType<SqliteDatabase['prepare']>
+function bindable (parameters: readonly unknown[]): unknown[] {
+  return (parameters.some(v => typeof v === 'boolean') ? parameters.map(v => (typeof v === 'boolean' ? Number(v) : v)) : parameters) as unknown[]
 }
 
 /** A parsed timestamptz as ISO text; `infinity` and the like stay as PostgreSQL wrote them. */
