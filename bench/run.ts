@@ -295,15 +295,16 @@ interface GroupResult {
 }
 
 /**
- * Runs every target once per round, in turn, after a warm-up; each ratio [a, b] is taken within
- * a round. Under BENCH_CPU_PROF only Roja's targets run, and no ratio.
+ * Runs every target once per round, in turn (every other round in reverse), after a warm-up; each
+ * ratio [a, b] is taken within a round. Under BENCH_CPU_PROF only Roja's targets run, and no ratio.
  */
 async function group (title: string, all: Target[], pairs: Array<[string, string]>): Promise<GroupResult> {
   const targets = CPU_PROF ? all.filter(t => t.roja) : all
   if (WARMUP > 0) for (const target of targets) await cannon(target, WARMUP, 1000)
   const runs: Record<string, Sample[]> = Object.fromEntries(targets.map(t => [t.name, []]))
   for (let run = 0; run < RUNS; run++) {
-    for (const target of targets) {
+    // Every other round in reverse: a slot's place in the round moved its figures by 5–10 % (bench/README.md)
+    for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
       console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
