@@ -76,7 +76,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new SqliteLimitDialect(database), log: opts.log })
+  return new Kysely<Database>({ dialect: new RojaSqliteDialect(database), log: opts.log })
 }
 
 /**
@@ -92,9 +92,10 @@ class LimitAsExpression extends SqliteQueryCompiler {
   }
 }
 
-class SqliteLimitDialect extends SqliteDialect {
+/** Kysely's SQLite dialect with Roja's LIMIT (above) and its driver and connection (below). */
+class RojaSqliteDialect extends SqliteDialect {
   constructor (private readonly database: SQLite.Database) {
-    super({ database: database as unknown as SqliteDatabase }) // the driver below is the one that uses it
+    super({ database: database as unknown as SqliteDatabase }) // only createDriver below uses the database
   }
 
   override createDriver (): Driver {
