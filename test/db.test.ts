@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
-import { createDb, isPostgres, type Db, type DbOptions } from '../src/db/dialect.js'
+import { createDb, isPostgres, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
 import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
 import { compiledList } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
@@ -22,7 +22,7 @@ async function openDb (t: Test, { migrate = true, log }: { migrate?: boolean, lo
   return db
 }
 
-async function insertUser (db: Db, id: string, flags: { is_active: boolean, is_creator: boolean }) {
+async function insertUser (db: Executor, id: string, flags: { is_active: boolean, is_creator: boolean }) {
   const now = writeTimeIso()
   await db.insertInto('user').values({
     id, username: `u-${id}`, email: `${id}@example.com`, password_hash: 'x', ...flags, created_at: now, updated_at: now
@@ -200,9 +200,7 @@ if (dialect === 'sqlite') {
     const finished: string[] = []
     const waiters: Array<Promise<number>> = []
     await t.rejects(db.transaction().execute(async (trx) => {
-      await trx.insertInto('user').values({
-        id: 'tx', username: 'u-tx', email: 'tx@example.com', password_hash: 'x', is_active: true, is_creator: false, created_at: writeTimeIso(), updated_at: writeTimeIso()
-      }).execute()
+      await insertUser(trx, 'tx', { is_active: true, is_creator: false })
       for (const name of ['first', 'second', 'third']) waiters.push(count().then(n => { finished.push(name); return n }))
       await new Promise(resolve => setTimeout(resolve, 20)) // the transaction holds on while they wait
       t.same(finished, [], 'no query ran while the transaction held the connection')
