@@ -31,7 +31,7 @@ import { sql } from '../src/db/kysely.js'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'
-import { cpuMs, freePort, npmStartArgs, rssBytes } from '../scripts/proc.js'
+import { cpuMs, freePort, machineTicks, npmStartArgs, rssBytes, stolenShare } from '../scripts/proc.js'
 import { withLockWaits, type LockWaits } from './lock-waits.js'
 
 interface Result {
@@ -223,7 +223,7 @@ interface Target {
  * answered: what a request costs the server, whatever else the machine is doing, where req/s also
  * moves with the neighbours. Node's processes only: PostgreSQL's own work is not in it.
  */
-interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: LockWaits }
+interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: LockWaits, stolen?: number }
 
 /** The CPU milliseconds used so far by the processes behind these URLs; undefined without /proc. */
 function serversCpuMs (urls: string[]): number | undefined {
@@ -240,6 +240,7 @@ function serversCpuMs (urls: string[]): number | undefined {
 async function cannon (target: Target, duration: number, seed: number): Promise<Sample> {
   const connections = target.connections ?? CONNECTIONS
   const cpuBefore = serversCpuMs(target.urls)
+  const machineBefore = machineTicks()
   const load = () => Promise.all(target.urls.map(async (url, i) => {
     const random = prng(seed * 31 + i)
     return autocannon({
@@ -259,8 +260,10 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
   const [results, locks] = target.locksOf ? await withLockWaits(target.locksOf, load) : [await load(), undefined]
   const total = results.reduce((n, r) => n + r.requests.total, 0) || 1
   const cpuAfter = serversCpuMs(target.urls)
+  const stolen = stolenShare(machineBefore, machineTicks())
   return {
     ...(cpuBefore !== undefined && cpuAfter !== undefined ? { cpuUs: (cpuAfter - cpuBefore) * 1000 / total } : {}),
+    ...(stolen !== undefined ? { stolen } : {}),
     reqs: results.reduce((n, r) => n + r.requests.average, 0),
     // several servers: p50 weighted by the requests each answered, p99 the worst
     p50: results.reduce((n, r) => n + r.latency.p50 * r.requests.total, 0) / total,
@@ -281,6 +284,8 @@ const waitsOn = (rounds: LockWaits[]) => {
   return on
 }
 
+const percent = (share: number) => (100 * share).toFixed(1)
+
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = Math.floor(sorted.length / 2)
@@ -291,6 +296,8 @@ interface GroupResult {
   targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
   ratios: Record<string, { reqs: number, p50: number, cpu?: number }>
+  /** the share of the machine's CPU time the hypervisor gave to other guests while the group ran (0..1) */
+  stolen?: number
   error?: string
 }
 
@@ -307,7 +314,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
-      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
+      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.stolen === undefined ? '' : `, ${percent(sample.stolen)} % stolen`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
     }
   }
   const result: GroupResult = { targets: {}, ratios: {} }
@@ -505,7 +512,11 @@ async function guarded (name: string, results: Record<string, unknown>, before: 
   console.error(`-- ${name}`)
   try {
     await before()
-    results[name] = await work()
+    const ticks = machineTicks()
+    const result = await work()
+    // the hypervisor's share of the machine while the group ran: req/s and start-up slow with it
+    const stolen = stolenShare(ticks, machineTicks())
+    results[name] = stolen !== undefined && typeof result === 'object' && result !== null ? Object.assign(result, { stolen }) : result
   } catch (err) {
     const message = [(err as Error).message, ...died.splice(0)].join('; ')
     console.error(`FAILED ${name}: ${message}`)
@@ -757,6 +768,8 @@ function goals (dialect: string, r: any): Goal[] {
 }
 
 const VERDICTS = !SMOKE && !CPU_PROF && RUNS >= 3
+/** A group's stolen share above which the run says so beside its verdicts. */
+const STOLEN_WARN = 0.05
 
 function table (dialect: string, r: any): string {
   const lines = [`\n${dialect}: medians of ${RUNS} round(s) × ${DURATION} s, ${CONNECTIONS} connections unless named`]
@@ -772,11 +785,16 @@ function table (dialect: string, r: any): string {
     }
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`)
+    if (g.stolen !== undefined) lines.push(`   stolen by the hypervisor while it ran: ${percent(g.stolen)} % of the machine's CPU time`)
   }
   if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${(r.startup.idleRssMiB * 1.048576).toFixed(1)} MB)`)
   if (r.startup?.before) lines.push(`-- startup, roja before: ready in ${r.startup.before.readyMs.toFixed(0)} ms, idle RSS ${r.startup.before.idleRssMiB.toFixed(1)} MiB (same rounds, started in turn)`)
+  if (r.startup?.stolen !== undefined) lines.push(`   stolen by the hypervisor during the starts: ${percent(r.startup.stolen)} % of the machine's CPU time`)
   if (VERDICTS) for (const g of goals(dialect, r)) lines.push(`${g.met === null ? 'NO VERDICT' : g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
   else lines.push(`(no verdicts: ${SMOKE ? 'the smoke measures nothing properly' : CPU_PROF ? 'profiling run' : `${RUNS} round(s), verdicts need ≥ 3`})`)
+  // Shared hosts: a group the hypervisor took time from measured the neighbours too (CPU a request excepted)
+  const robbed = Object.entries(r).filter(([, g]: [string, any]) => (g?.stolen ?? 0) > STOLEN_WARN)
+  if (robbed.length > 0) lines.push(`WARNING more than ${percent(STOLEN_WARN)} % of the machine's CPU time was stolen by the hypervisor during ${robbed.map(([name, g]: [string, any]) => `${name} (${percent(g.stolen)} %)`).join(', ')}: their req/s, latencies and start-up are the host's as much as Roja's; CPU a request is not`)
   return lines.join('\n')
 }
 

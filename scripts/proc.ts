@@ -53,3 +53,27 @@ export function cpuMs (pid: number): number | undefined {
     return undefined
   }
 }
+
+/** The whole machine's CPU time so far, in ticks, and the part of it the hypervisor gave to other guests. */
+export interface MachineTicks { total: number, stolen: number }
+
+/**
+ * The first line of /proc/stat (`cpu  user nice system idle iowait irq softirq steal guest
+ * guest_nice`): every state's ticks but the two guest fields, which user and nice already hold;
+ * undefined where there is no /proc.
+ */
+export function machineTicks (stat?: string): MachineTicks | undefined {
+  try {
+    const fields = (stat ?? readFileSync('/proc/stat', 'utf8')).split('\n', 1)[0].trim().split(/\s+/).slice(1, 9).map(Number)
+    if (fields.length < 8 || fields.some(n => !Number.isFinite(n))) return undefined
+    return { total: fields.reduce((a, b) => a + b, 0), stolen: fields[7] }
+  } catch {
+    return undefined
+  }
+}
+
+/** The share of the machine's CPU time stolen between two readings (0..1), undefined if either is missing or no time passed. */
+export function stolenShare (before: MachineTicks | undefined, after: MachineTicks | undefined): number | undefined {
+  if (before === undefined || after === undefined || after.total <= before.total) return undefined
+  return (after.stolen - before.stolen) / (after.total - before.total)
+}

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import t from 'tap'
-import { cpuMs, rssBytes } from '../scripts/proc.js'
+import { cpuMs, machineTicks, rssBytes, stolenShare } from '../scripts/proc.js'
 
 /** The /proc readings the benchmark reports (CPU a request, idle RSS), checked on processes whose use is known. */
 
@@ -52,4 +52,25 @@ t.test('a process that is gone reads as undefined CPU and 0 RSS', async (t) => {
 t.test('rssBytes reads this process\'s resident memory', async (t) => {
   const rss = rssBytes(process.pid)
   t.ok(rss > 10 * 1024 * 1024 && rss < process.memoryUsage().rss * 2, `${rss} bytes`)
+})
+
+t.test('machineTicks reads the machine\'s CPU time and its stolen part from /proc/stat\'s first line', async (t) => {
+  // user nice system idle iowait irq softirq steal guest guest_nice: the guest fields are in user and nice already
+  const stat = 'cpu  100 5 40 800 10 0 5 40 30 2\ncpu0 50 2 20 400 5 0 2 20 15 1\nintr 1 2 3\n'
+  t.same(machineTicks(stat), { total: 1000, stolen: 40 })
+  t.equal(machineTicks('cpu  1 2 3\n'), undefined, 'a line without the steal field reads as undefined')
+  t.equal(machineTicks('cpu  1 2 3 4 5 6 7 x 9 10\n'), undefined, 'a field that is not a number reads as undefined')
+
+  const before = { total: 1000, stolen: 40 }
+  t.equal(stolenShare(before, { total: 1200, stolen: 90 }), 0.25, '50 of 200 ticks stolen')
+  t.equal(stolenShare(before, { total: 1200, stolen: 40 }), 0, 'none stolen')
+  t.equal(stolenShare(before, before), undefined, 'no time passed: no share')
+  t.equal(stolenShare(undefined, before), undefined)
+
+  // this machine: time passes while a process spins, and no more is stolen than passed
+  const first = machineTicks()!
+  const until = Date.now() + 200
+  while (Date.now() < until);
+  const share = stolenShare(first, machineTicks())
+  t.ok(share !== undefined && share >= 0 && share <= 1, `stolen share over 200 ms: ${share}`)
 })
