@@ -310,7 +310,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
   if (WARMUP > 0) for (const target of targets) await cannon(target, WARMUP, 1000)
   const runs: Record<string, Sample[]> = Object.fromEntries(targets.map(t => [t.name, []]))
   for (let run = 0; run < RUNS; run++) {
-    // Every other round in reverse: a slot's place in the round moved its figures by 5–10 % (bench/README.md)
+    // Every other round in reverse: a slot's place in the round moved its figures by 5–10 % (bench/history/README.md)
     for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)

@@ -36,7 +36,7 @@ let stdout: TurnBatched | undefined
  * batch written synchronously by pino's sonic-boom (which finishes partial writes and retries a
  * full pipe); on exit what is left is written. sonic-boom's own batching (async, minLength)
  * measures its growing buffer on every line, copying it each time, and gives each batch to the
- * thread pool: 2–6 µs a request more (bench/README).
+ * thread pool: 2–6 µs a request more (bench/history/README.md, "the log sink").
  */
 export function stdoutLines (): TurnBatched {
   if (stdout === undefined) {

@@ -83,7 +83,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
  * SQLite (3.53 here) reads a LIMIT that is a bare bound parameter while planning, and so marks
  * the statement to be prepared again whenever that parameter is bound: every run of every page.
  * `limit +?` is the same number to SQLite but an expression the planner leaves alone, so a
- * cached statement stays prepared (a list page's statement: about 70 against 52 µs, bench/README.md).
+ * cached statement stays prepared (a list page's statement: about 70 against 52 µs, bench/history/README.md).
  */
 class LimitAsExpression extends SqliteQueryCompiler {
   protected override visitLimit (node: LimitNode): void {
@@ -148,7 +148,7 @@ const STATEMENT_CACHE_SIZE = 500
 
 /**
  * The connection: prepared statements kept by SQL text. Kysely prepares every query anew, and
- * preparing was a sixth of the list route's CPU (bench/README.md); reusing them is safe, as one
+ * preparing was a sixth of the list route's CPU (bench/history/README.md); reusing them is safe, as one
  * query at a time runs on the connection. Least recently used statements go first past
  * STATEMENT_CACHE_SIZE. better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain
  * code stays dialect-free (a query-tree plugin did this before, at a cost on every query).

@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely'
  * a table lookup each (at 1 M posts with 5 000 scheduled, 46 req/s on SQLite). With published_at
  * in the index, `published_at <= now` is checked on the index entry itself, and the page reads
  * only the rows it returns. The order (sort_at desc, id desc) and the name stay, so keyset
- * cursors and the plans in bench/README.md are unchanged.
+ * cursors and the plans in bench/history/README.md are unchanged.
  */
 export async function up (db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('post_sort_at_idx').execute()
