@@ -295,7 +295,7 @@ const median = (values: number[]) => {
 interface GroupResult {
   targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
-  ratios: Record<string, { reqs: number, p50: number, cpu?: number }>
+  ratios: Record<string, { reqs: number, p50: number, cpu?: number, rounds: { reqs: number[], p50: number[], cpu?: number[] } }>
   /** the share of the machine's CPU time the hypervisor gave to other guests while the group ran (0..1) */
   stolen?: number
   error?: string
@@ -330,12 +330,16 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     }
   }
   for (const [a, b] of CPU_PROF ? [] : pairs) {
-    result.ratios[`${a} / ${b}`] = {
-      reqs: median(runs[a].map((s, i) => s.reqs / Math.max(runs[b][i].reqs, 1e-9))),
+    // Each round's ratios are kept: the verdicts show how far they spread around the median.
+    const rounds = {
+      reqs: runs[a].map((s, i) => s.reqs / Math.max(runs[b][i].reqs, 1e-9)),
       // autocannon's latencies are whole milliseconds: a 0 ms p50 gives no ratio
-      p50: median(runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN))),
+      p50: runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN)),
       // a round whose baseline read 0 ms (a clock tick is 10 ms: the smoke's short rounds) gives no CPU ratio
-      ...(runs[a].every(s => s.cpuUs !== undefined) && runs[b].every(s => (s.cpuUs ?? 0) > 0) ? { cpu: median(runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!)) } : {})
+      ...(runs[a].every(s => s.cpuUs !== undefined) && runs[b].every(s => (s.cpuUs ?? 0) > 0) ? { cpu: runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!) } : {})
+    }
+    result.ratios[`${a} / ${b}`] = {
+      reqs: median(rounds.reqs), p50: median(rounds.p50), ...(rounds.cpu ? { cpu: median(rounds.cpu) } : {}), rounds
     }
   }
   return result
@@ -729,6 +733,18 @@ async function benchDialect (dialect: string, dbs: Databases) {
 /** met: null when nothing could be measured (a failed group, a target that answered errors) */
 interface Goal { goal: string, value: string, met: boolean | null }
 
+/**
+ * Beside a verdict on a median: the lowest and highest of the rounds' readings, and how many of them
+ * met the goal, so a median that sits among rounds on both sides of its goal reads as such.
+ */
+function spread (rounds: number[] | undefined, met: (v: number) => boolean, unit: string, noun = 'rounds'): string {
+  const values = (rounds ?? []).filter(Number.isFinite)
+  if (values.length < 2) return ''
+  const digits = unit === '×' ? 2 : unit === ' MB' ? 1 : 0
+  const [lo, hi] = [Math.min(...values), Math.max(...values)].map(v => v.toFixed(digits))
+  return ` (${noun} ${lo}–${hi}${unit}, ${values.filter(met).length} of ${values.length} met)`
+}
+
 /** Two decimals, or three where two would round across the goal (0.997 is no 1.00 beside NOT MET). */
 function shown (value: number, met: (v: number) => boolean): string {
   return met(Number(value.toFixed(2))) === met(value) ? value.toFixed(2) : value.toFixed(3)
@@ -739,26 +755,30 @@ function goals (dialect: string, r: any): Goal[] {
   const out: Goal[] = []
   // A ratio over a target that answered errors, or nothing, is no measure: no verdict from it.
   const clean = (g: any) => g?.targets && Object.values(g.targets).every((s: any) => s.reqs > 0 && s.non2xx + s.errors === 0)
-  const add = (goal: string, g: any, value: number | undefined, met: (v: number) => boolean, unit = '×') => {
+  const add = (goal: string, g: any, value: number | undefined, met: (v: number) => boolean, unit = '×', rounds?: number[], noun?: string) => {
     if (value === undefined) return
     if (!clean(g) && g !== r.startup) out.push({ goal, value: 'a target answered errors', met: null })
-    else out.push({ goal, value: Number.isFinite(value) ? `${shown(value, met)}${unit}` : 'n/a', met: met(value) })
+    else out.push({ goal, value: Number.isFinite(value) ? `${shown(value, met)}${unit}${spread(rounds, met, unit, noun)}` : 'n/a', met: met(value) })
   }
-  const ratio = (g: any, key: string, of: 'reqs' | 'p50' = 'reqs'): number | undefined => g?.ratios?.[key]?.[of]
+  /** a goal on a ratio: its median over the rounds, with the rounds' own ratios beside it */
+  const addRatio = (goal: string, g: any, key: string, met: (v: number) => boolean, of: 'reqs' | 'p50' = 'reqs') =>
+    add(goal, g, g?.ratios?.[key]?.[of], met, '×', g?.ratios?.[key]?.rounds?.[of])
   // Both readings of "the same bytes": the body alone (as the issue measured), and body and headers.
-  add('chain: /version ≥ 0.5× bare Fastify (same body)', r.chain, ratio(r.chain, 'roja /version / bare fastify'), v => v >= 0.5)
-  add('chain: /version ≥ 0.5× bare Fastify (same body and headers)', r.chain, ratio(r.chain, 'roja /version / bare fastify, same headers'), v => v >= 0.5)
+  addRatio('chain: /version ≥ 0.5× bare Fastify (same body)', r.chain, 'roja /version / bare fastify', v => v >= 0.5)
+  addRatio('chain: /version ≥ 0.5× bare Fastify (same body and headers)', r.chain, 'roja /version / bare fastify, same headers', v => v >= 0.5)
   for (const key of Object.keys(r.uncached?.ratios ?? {}).filter(k => k.includes(' / baseline '))) {
-    add(`uncached: ${key.split(' / ')[0].slice(5)} ≥ 0.8× the same-SQL server`, r.uncached, ratio(r.uncached, key), v => v >= 0.8)
+    addRatio(`uncached: ${key.split(' / ')[0].slice(5)} ≥ 0.8× the same-SQL server`, r.uncached, key, v => v >= 0.8)
   }
-  if (dialect === 'postgres') add(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.7× the minimal pg server`, r.writes, ratio(r.writes, `roja c${CONNECTIONS} / baseline c${CONNECTIONS}`), v => v >= 0.7)
-  add('fleet: two instances\' writes ≥ 1.0× one instance', r.fleet, ratio(r.fleet, 'two instances / one instance'), v => v >= 1)
-  add(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, ratio(r.size, `first page at ${LARGE} / first page at ${SMALL}`, 'p50'), v => v <= 2)
-  add(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, ratio(r.size, `random page at ${LARGE} / random page at ${SMALL}`, 'p50'), v => v <= 2)
-  add(`cursor: v2 page ${CURSOR_PAGE} p50 ≤ 1.5× page 1`, r.cursor, ratio(r.cursor, `v2 page ${CURSOR_PAGE} / v2 page 1`, 'p50'), v => v <= 1.5)
+  if (dialect === 'postgres') addRatio(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.7× the minimal pg server`, r.writes, `roja c${CONNECTIONS} / baseline c${CONNECTIONS}`, v => v >= 0.7)
+  addRatio('fleet: two instances\' writes ≥ 1.0× one instance', r.fleet, 'two instances / one instance', v => v >= 1)
+  addRatio(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `first page at ${LARGE} / first page at ${SMALL}`, v => v <= 2, 'p50')
+  addRatio(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `random page at ${LARGE} / random page at ${SMALL}`, v => v <= 2, 'p50')
+  addRatio(`cursor: v2 page ${CURSOR_PAGE} p50 ≤ 1.5× page 1`, r.cursor, `v2 page ${CURSOR_PAGE} / v2 page 1`, v => v <= 1.5, 'p50')
   if (r.startup?.readyMs !== undefined) {
-    add('startup: cold start to ready < 1000 ms', r.startup, r.startup.readyMs, v => v < 1000, ' ms')
-    add('startup: idle RSS < 120 MB', r.startup, r.startup.idleRssMiB * 1.048576, v => v < 120, ' MB') // MB of 10^6 bytes: the stricter reading
+    const starts: Array<{ readyMs: number, idleRssMiB: number }> = r.startup.runs ?? []
+    add('startup: cold start to ready < 1000 ms', r.startup, r.startup.readyMs, v => v < 1000, ' ms', starts.map(s => s.readyMs), 'starts')
+    // MB of 10^6 bytes: the stricter reading
+    add('startup: idle RSS < 120 MB', r.startup, r.startup.idleRssMiB * 1.048576, v => v < 120, ' MB', starts.map(s => s.idleRssMiB * 1.048576), 'starts')
   }
   // A group that failed outright has no ratio; say so rather than leave its goals out.
   for (const name of ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']) {
