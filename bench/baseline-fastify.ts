@@ -9,7 +9,8 @@
  *   GET  /v1/users/me/posts      bearer JWT (HS256, verified-token cache) + user row, the caller's posts
  *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back in one transaction
  *
- * better-sqlite3 or pg by DATABASE_URL; JWT_SECRET as Roja's. The total of the unfiltered and
+ * better-sqlite3 or pg by DATABASE_URL; JWT_SECRET as Roja's. Statements are prepared once per
+ * connection as Roja's are (on PostgreSQL a named statement for each text that takes values). The total of the unfiltered and
  * type-filtered lists comes from post_counter when the schema has it (the cheapest exact total the
  * schema offers), else from count(*) like the other filters.
  */
@@ -42,18 +43,23 @@ function openPg (): Db {
     if (v[4] !== '-' || v[10] !== ' ' || !v.endsWith('+00')) return parseDate(v).toISOString()
     return `${v.slice(0, 10)}T${v.slice(11, 19)}.${(v[19] === '.' ? v.slice(20, Math.min(23, v.length - 3)) : '').padEnd(3, '0')}Z`
   })
-  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  // Prepared as Roja prepares them: a named statement for each text that takes values, each run planned for its values.
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c plan_cache_mode=force_custom_plan' })
   pool.on('connect', (client) => { client.query('set time zone \'UTC\'').catch(() => {}) })
-  const texts = new Map<string, string>()
-  const sqlOf = (text: string) => { let t = texts.get(text); if (t === undefined) texts.set(text, t = numbered(text)); return t }
+  const statements = new Map<string, pg.QueryConfig>()
+  const query = (text: string, values: unknown[]): pg.QueryConfig => {
+    let statement = statements.get(text)
+    if (statement === undefined) statements.set(text, statement = { name: `s${statements.size}`, text: numbered(text) })
+    return values.length > 0 ? { ...statement, values } : { text: statement.text }
+  }
   return {
-    all: async (text, params) => (await pool.query(sqlOf(text), params)).rows,
-    transaction: async (statements) => {
+    all: async (text, params) => (await pool.query(query(text, params))).rows,
+    transaction: async (list) => {
       const client = await pool.connect()
       try {
         await client.query('begin')
         let rows: Row[] = []
-        for (const [text, params] of statements) rows = (await client.query(sqlOf(text), params)).rows
+        for (const [text, params] of list) rows = (await client.query(query(text, params))).rows
         await client.query('commit')
         return rows
       } catch (err) {
