@@ -44,7 +44,7 @@ function openPg (): Db {
     return `${v.slice(0, 10)}T${v.slice(11, 19)}.${(v[19] === '.' ? v.slice(20, Math.min(23, v.length - 3)) : '').padEnd(3, '0')}Z`
   })
   // Prepared as Roja prepares them: a named statement for each text that takes values, each run planned for its values.
-  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c plan_cache_mode=force_custom_plan' })
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('connect', (client) => { client.query('set time zone \'UTC\'').catch(() => {}) })
   const statements = new Map<string, pg.QueryConfig>()
   const query = (text: string, values: unknown[]): pg.QueryConfig => {

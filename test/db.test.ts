@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
-import { createDb, isPostgres, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
+import { createDb, isPostgres, PREPARED_STATEMENTS_MAX, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
 import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
 import { compiledList } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
@@ -223,6 +223,29 @@ if (dialect === 'sqlite') {
 }
 
 if (dialect === 'postgres') {
+  t.test('PostgreSQL: a statement that takes values is prepared once per connection; without values, or past the cap, it is not', async (t) => {
+    const { url, schema } = await freshDatabase(t)
+    const db = createDb(url, { schema, poolSize: 1 }) // one connection: pg_prepared_statements is per session
+    t.teardown(() => db.destroy())
+    const prepared = async () => (await sql<{ statement: string, runs: number }>`select statement, generic_plans + custom_plans as runs
+      from pg_prepared_statements order by prepare_time`.execute(db)).rows.map(r => ({ statement: r.statement, runs: Number(r.runs) }))
+    const plus = (text: string, n: number) => sql<{ n: number }>`select ${n}::int + ${sql.raw(text)} as n`.execute(db)
+
+    t.same((await plus('1', 41)).rows, [{ n: 42 }])
+    t.same((await plus('1', 1)).rows, [{ n: 2 }])
+    t.same(await prepared(), [{ statement: 'select $1::int + 1 as n', runs: 2 }], 'one statement, run twice by its name')
+    t.same((await sql<{ n: number }>`select 1 + 1 as n`.execute(db)).rows, [{ n: 2 }])
+    t.equal((await prepared()).length, 1, 'a statement without values is not prepared')
+
+    // Up to the cap each new text is prepared; the next one runs unprepared, and right.
+    for (let i = 2; i <= PREPARED_STATEMENTS_MAX; i++) await plus(String(i), 0)
+    t.equal((await prepared()).length, PREPARED_STATEMENTS_MAX, `the ${PREPARED_STATEMENTS_MAX}th text is prepared`)
+    t.same((await plus(String(PREPARED_STATEMENTS_MAX + 1), 1)).rows, [{ n: PREPARED_STATEMENTS_MAX + 2 }], 'the next text still runs')
+    t.equal((await prepared()).length, PREPARED_STATEMENTS_MAX, 'unprepared: the connection holds no more than the cap')
+    t.same((await plus('1', 7)).rows, [{ n: 8 }], 'a prepared text still runs by its name past the cap')
+    t.equal((await prepared())[0].runs, 3)
+  })
+
   t.test('PostgreSQL: sessions run in UTC; timestamptz reads as ISO text from any zone, microseconds truncated', async (t) => {
     const db = await openDb(t)
     const zone = await sql<{ zone: string }>`select current_setting('TimeZone') as zone`.execute(db)

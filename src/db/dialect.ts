@@ -52,9 +52,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
     const pool = new (loadPg().Pool)({
       connectionString: url,
       max: opts.poolSize ?? 10,
-      // Statements are prepared (below) but planned for each run's values, as unprepared ones are:
-      // a generic plan could read a 1 M-post list by another index than the values call for.
-      options: ['-c plan_cache_mode=force_custom_plan', ...(opts.schema ? [`-c search_path=${opts.schema}`] : [])].join(' ')
+      options: opts.schema ? `-c search_path=${opts.schema}` : undefined
     })
     // An idle client that loses its server must not crash the process; the next query reconnects.
     pool.on('error', () => {})
@@ -202,6 +200,7 @@ class RojaPostgresDialect extends PostgresDialect {
 /** Kysely's PostgreSQL driver (transactions, savepoints, the pool's end), handing out the connections below. */
 class PreparingPostgresDriver extends PostgresDriver {
   readonly #connections = new WeakMap<pg.PoolClient, PreparingPostgresConnection>()
+  readonly #names = new StatementNames()
 
   constructor (private readonly pool: pg.Pool) {
     super({ pool })
@@ -210,7 +209,7 @@ class PreparingPostgresDriver extends PostgresDriver {
   override async acquireConnection (): Promise<DatabaseConnection> {
     const client = await this.pool.connect()
     let connection = this.#connections.get(client)
-    if (connection === undefined) this.#connections.set(client, connection = new PreparingPostgresConnection(client))
+    if (connection === undefined) this.#connections.set(client, connection = new PreparingPostgresConnection(client, this.#names))
     return connection
   }
 
@@ -219,28 +218,34 @@ class PreparingPostgresDriver extends PostgresDriver {
   }
 }
 
-const PREPARED_STATEMENTS_MAX = 500
-const statementNames = new Map<string, string>()
+export const PREPARED_STATEMENTS_MAX = 500
 
 /**
- * A statement that takes values runs as a named prepared statement: PostgreSQL parses and
- * analyses its text once per connection, not on every run. For a post read with its two joins
- * that was about 250 of 300 µs of PostgreSQL's CPU (bench/history/README.md). Names are one per
- * SQL text for the process; past PREPARED_STATEMENTS_MAX texts (shapes come from requests) the
- * rest run unprepared, so no connection holds more than that many. Statements without values
- * (begin, commit, DDL) run as before.
+ * A statement that takes values runs as a named prepared statement: PostgreSQL parses it once per
+ * connection, and its own rule (plan_cache_mode auto) keeps a generic plan only where that plan
+ * costs no more than the first five runs' plans for their values. A read by key does: a post read
+ * cost PostgreSQL about 90 µs of CPU against 480 unprepared (bench/history/README.md). A list page,
+ * whose LIMIT and OFFSET are values, stays planned for its values. One name per SQL text and
+ * database; past PREPARED_STATEMENTS_MAX texts (shapes come from requests) the rest run
+ * unprepared, so no connection holds more than that many. Statements without values (begin,
+ * commit, DDL) run as before.
  */
-function statementName (sql: string): string | undefined {
-  let name = statementNames.get(sql)
-  if (name === undefined && statementNames.size < PREPARED_STATEMENTS_MAX) statementNames.set(sql, name = `roja_${statementNames.size}`)
-  return name
+class StatementNames {
+  readonly #names = new Map<string, string>()
+
+  of (sql: string, parameters: readonly unknown[]): string | undefined {
+    if (parameters.length === 0) return undefined
+    let name = this.#names.get(sql)
+    if (name === undefined && this.#names.size < PREPARED_STATEMENTS_MAX) this.#names.set(sql, name = `roja_${this.#names.size}`)
+    return name
+  }
 }
 
 class PreparingPostgresConnection implements DatabaseConnection {
-  constructor (readonly client: pg.PoolClient) {}
+  constructor (readonly client: pg.PoolClient, private readonly names: StatementNames) {}
 
   async executeQuery<R> ({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    const name = parameters.length > 0 ? statementName(sql) : undefined
+    const name = this.names.of(sql, parameters)
     const { command, rowCount, rows } = await this.client.query({ name, text: sql, values: parameters as unknown[] })
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE'
     return { rows: (rows ?? []) as R[], numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined }
