@@ -246,6 +246,14 @@ if (dialect === 'postgres') {
     t.equal((await prepared())[0].runs, 3)
   })
 
+  t.test('PostgreSQL: a failed statement throws PostgreSQL\'s error as it came, with the query\'s callers on its stack', async (t) => {
+    const db = await openDb(t, { migrate: false })
+    async function theCallerOfTheQuery () { await sql`select ${1}::int from no_such_table`.execute(db) }
+    const err = await theCallerOfTheQuery().then(() => undefined, (e: Error & { code?: string }) => e)
+    t.equal(err?.code, '42P01', 'undefined_table')
+    t.match(err?.stack, /theCallerOfTheQuery/, 'the stack names where the query came from')
+  })
+
   t.test('PostgreSQL: sessions run in UTC; timestamptz reads as ISO text from any zone, microseconds truncated', async (t) => {
     const db = await openDb(t)
     const zone = await sql<{ zone: string }>`select current_setting('TimeZone') as zone`.execute(db)

@@ -245,8 +245,8 @@ class PreparingPostgresConnection implements DatabaseConnection {
   constructor (readonly client: pg.PoolClient, private readonly names: StatementNames) {}
 
   async executeQuery<R> ({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    const name = this.names.of(sql, parameters)
-    const { command, rowCount, rows } = await this.client.query({ name, text: sql, values: parameters as unknown[] })
+    // pg's own errors keep the query's callers on their stack (test/db.test.ts), so they pass through as they are.
+    const { command, rowCount, rows } = await this.client.query({ name: this.names.of(sql, parameters), text: sql, values: parameters as unknown[] })
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE'
     return { rows: (rows ?? []) as R[], numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined }
   }
