@@ -10,9 +10,9 @@
  *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back in one transaction
  *
  * better-sqlite3 or pg by DATABASE_URL; JWT_SECRET as Roja's. Statements are prepared once per
- * connection as Roja's are (on PostgreSQL a named statement for each text that takes values). The total of the unfiltered and
- * type-filtered lists comes from post_counter when the schema has it (the cheapest exact total the
- * schema offers), else from count(*) like the other filters.
+ * connection as Roja's are (on PostgreSQL a named statement for each text that takes values). The
+ * total of the unfiltered and type-filtered lists comes from post_counter when the schema has it
+ * (the cheapest exact total the schema offers), else from count(*) like the other filters.
  */
 import { hash, randomUUID } from 'node:crypto'
 import jwt from '@fastify/jwt'
@@ -43,7 +43,7 @@ function openPg (): Db {
     if (v[4] !== '-' || v[10] !== ' ' || !v.endsWith('+00')) return parseDate(v).toISOString()
     return `${v.slice(0, 10)}T${v.slice(11, 19)}.${(v[19] === '.' ? v.slice(20, Math.min(23, v.length - 3)) : '').padEnd(3, '0')}Z`
   })
-  // Prepared as Roja prepares them: a named statement for each text that takes values, each run planned for its values.
+  // Prepared as Roja prepares them: a named statement for each text that takes values, with PostgreSQL's default plan choice.
   const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('connect', (client) => { client.query('set time zone \'UTC\'').catch(() => {}) })
   const statements = new Map<string, pg.QueryConfig>()

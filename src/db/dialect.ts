@@ -144,13 +144,14 @@ class SqliteQueueDriver extends SqliteDriver {
   }
 }
 
-const STATEMENT_CACHE_SIZE = 500
+/** The most statements a connection keeps prepared, on either database: shapes come from requests. */
+export const PREPARED_STATEMENTS_MAX = 500
 
 /**
  * The connection: prepared statements kept by SQL text. Kysely prepares every query anew, and
  * preparing was a sixth of the list route's CPU (bench/history/README.md); reusing them is safe, as one
  * query at a time runs on the connection. Least recently used statements go first past
- * STATEMENT_CACHE_SIZE. better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain
+ * PREPARED_STATEMENTS_MAX. better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain
  * code stays dialect-free (a query-tree plugin did this before, at a cost on every query).
  */
 class SqliteStatementConnection implements DatabaseConnection {
@@ -181,7 +182,7 @@ class SqliteStatementConnection implements DatabaseConnection {
     if (statement) this.#statements.delete(sql)
     else statement = this.database.prepare(sql)
     this.#statements.set(sql, statement)
-    if (this.#statements.size > STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!)
+    if (this.#statements.size > PREPARED_STATEMENTS_MAX) this.#statements.delete(this.#statements.keys().next().value!)
     return statement
   }
 }
@@ -218,16 +219,14 @@ class PreparingPostgresDriver extends PostgresDriver {
   }
 }
 
-export const PREPARED_STATEMENTS_MAX = 500
-
 /**
  * A statement that takes values runs as a named prepared statement: PostgreSQL parses it once per
  * connection, and its own rule (plan_cache_mode auto) keeps a generic plan only where that plan
  * costs no more than the first five runs' plans for their values. A read by key does: a post read
  * cost PostgreSQL about 90 µs of CPU against 480 unprepared (bench/history/README.md). A list page,
  * whose LIMIT and OFFSET are values, stays planned for its values. One name per SQL text and
- * database; past PREPARED_STATEMENTS_MAX texts (shapes come from requests) the rest run
- * unprepared, so no connection holds more than that many. Statements without values (begin,
+ * database; past PREPARED_STATEMENTS_MAX texts the rest run unprepared, so no connection holds
+ * more than that many. Statements without values (begin,
  * commit, DDL) run as before.
  */
 class StatementNames {
