@@ -226,8 +226,7 @@ class PreparingPostgresDriver extends PostgresDriver {
  * cost PostgreSQL about 90 µs of CPU against 480 unprepared (bench/history/README.md). A list page,
  * whose LIMIT and OFFSET are values, stays planned for its values. One name per SQL text and
  * database; past PREPARED_STATEMENTS_MAX texts the rest run unprepared, so no connection holds
- * more than that many. Statements without values (begin,
- * commit, DDL) run as before.
+ * more than that many. Statements without values (begin, commit, DDL) run as before.
  */
 class StatementNames {
   readonly #names = new Map<string, string>()
