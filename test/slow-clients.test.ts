@@ -63,16 +63,19 @@ t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; norma
   t.teardown(() => { for (const s of slows) s.socket.destroy() })
 
   // Ordinary requests from another address while the slow ones are held open.
+  // Checked after the loop, one assertion each, so the test's count does not depend on timing.
   const latencies: number[] = []
+  const statuses: number[] = []
   const deadline = Date.now() + REQUEST_MS + SLACK_MS
   while (Date.now() < deadline && slows.some(s => s.closedAt === undefined)) {
     const began = Date.now()
     const res = await fetch(`http://127.0.0.1:${port}/health`)
-    t.equal(res.status, 200)
+    statuses.push(res.status)
     await res.arrayBuffer()
     latencies.push(Date.now() - began)
     await sleep(100)
   }
+  t.same(statuses.filter(s => s !== 200), [], `every normal request got 200 (${statuses.length} sent)`)
   t.ok(latencies.length >= 5, `normal requests were answered meanwhile (${latencies.length})`)
   t.ok(Math.max(...latencies) < 1000, `each within a second (slowest ${Math.max(...latencies)} ms)`)
 
