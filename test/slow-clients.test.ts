@@ -63,7 +63,7 @@ t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; norma
   t.teardown(() => { for (const s of slows) s.socket.destroy() })
 
   // Ordinary requests from another address while the slow ones are held open.
-  // Checked after the loop, one assertion each, so the test's count does not depend on timing.
+  // Statuses are checked once, after the loop, so the test's count does not depend on how many requests fit in it.
   const latencies: number[] = []
   const statuses: number[] = []
   const deadline = Date.now() + REQUEST_MS + SLACK_MS
