@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

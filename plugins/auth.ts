@@ -1,7 +1,7 @@
 import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
 import { verificationKey, type VerificationSettings } from '../src/domain/email-verification.js'
 

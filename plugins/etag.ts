@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { clockIso } from '../src/db/time.js'
 import { addRouteHook } from './route-hooks.js'
 

@@ -10,7 +10,7 @@ import promClient from 'prom-client'
 import { poolOf } from '../src/db/dialect.js'
 import { loadConfig, type Config } from './config.js'
 import { queryChannel, type QueryMessage } from './db.js'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { KeyedHistogram } from './histogram.js'
 
 declare module 'fastify' {

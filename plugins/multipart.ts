@@ -1,7 +1,7 @@
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { logClientAbort } from './problems.js'
 
 // Parser limits (busboy's) the multipart errors turn into 413; the form takes one file and nothing else.

@@ -4,7 +4,7 @@ import FindMyWay from 'find-my-way'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, RouteOptions } from 'fastify'
 import type { HTTPMethod } from 'find-my-way'
 import { errorResponses, problems, type ProblemCode, type Problem, type ValidationIssue } from '../schemas/problems.js'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { validationMessage } from './validation-messages.js'
 
 const LOCATION: Record<string, ValidationIssue['in']> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

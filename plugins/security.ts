@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import cors from '@fastify/cors'
 import helmet from 'helmet'
 import fp from 'fastify-plugin'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
 

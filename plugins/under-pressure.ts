@@ -2,7 +2,7 @@ import { getHeapStatistics } from 'node:v8'
 import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from '../src/domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

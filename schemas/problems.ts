@@ -91,3 +91,23 @@ function describe (existing: unknown): string[] {
   const d = (existing as { description?: string } | undefined)?.description
   return d ? d.split(' | ') : []
 }
+
+/**
+ * A catalogue error: domain functions, hooks and handlers throw it; the problems plugin renders
+ * it as problem+json. It sits beside the catalogue, so every floor can throw one.
+ */
+export class AppError extends Error {
+  readonly code: ProblemCode
+  readonly status: number
+  readonly errors?: ValidationIssue[]
+  readonly headers?: Record<string, string>
+
+  constructor (code: ProblemCode, detail?: string, extra: { errors?: ValidationIssue[], headers?: Record<string, string> } = {}) {
+    super(detail ?? problems[code].title)
+    this.name = 'AppError'
+    this.code = code
+    this.status = problems[code].status
+    this.errors = extra.errors
+    this.headers = extra.headers
+  }
+}

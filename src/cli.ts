@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url'
 import { ConfigError, loadConfig } from '../plugins/config.js'
-import { AppError } from './domain/errors.js'
+import { AppError } from '../schemas/problems.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'

@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 
 /**
  * Opaque, tamper-evident keyset cursors: base64url(JSON position) "." base64url(HMAC-SHA256).

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
 import type { Db, Executor } from '../db/dialect.js'
 import { writeTimeIso } from '../db/time.js'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import { enqueueEmail } from './outbox.js'
 
 /**

@@ -3,7 +3,7 @@ import { compiledPerShape, type Values } from '../db/compiled.js'
 import type { Db, Executor } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { LIMIT_DEFAULT } from '../../schemas/common.js'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 
 /** The list rules, written once: paging (both forms and their bounds), sorting, the envelope's total. */
 

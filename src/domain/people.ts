@@ -1,4 +1,4 @@
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 
 /**
  * One way to embed a person (a post's creator, a comment's author, a shop's owner): the query

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { sql, type Insertable, type SelectQueryBuilder } from '../db/kysely.js'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { isPostgres } from '../db/dialect.js'
 import { formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'

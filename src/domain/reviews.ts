@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { compiledOne } from '../db/compiled.js'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
-import { AppError } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
 import { isPostgres, type Db } from '../db/dialect.js'
 import type { ProfileTable } from '../db/schema.js'

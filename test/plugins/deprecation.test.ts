@@ -6,7 +6,7 @@ import metrics from '../../plugins/metrics.js'
 import rateLimit from '../../plugins/rate-limit.js'
 import openapi from '../../plugins/openapi.js'
 import problems from '../../plugins/problems.js'
-import { AppError } from '../../src/domain/errors.js'
+import { AppError } from '../../schemas/problems.js'
 import { testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const SUNSET = 'Wed, 30 Jun 2027 00:00:00 GMT'

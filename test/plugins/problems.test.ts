@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
-import { AppError } from '../../src/domain/errors.js'
+import { AppError } from '../../schemas/problems.js'
 import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { AppError } from '../../domain/errors.js'
+import { AppError } from '../../../schemas/problems.js'
 import { TokenForm, TokenRequest, TokenResponse } from '../../../schemas/auth.js'
 import { ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
