@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { compiledOne } from '../db/compiled.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
-import { isPostgres } from '../db/dialect.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { alertPostCreator } from './alerts.js'
 import { compiledList, parseSort } from './list.js'
@@ -85,8 +85,8 @@ export async function deleteComment (db: Executor, postId: string, commentId: st
   })
 }
 
-/** The comment to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */
+/** The comment to change, locked until the transaction ends. */
 async function lockComment (trx: Executor, postId: string, commentId: string, viewerId: string): Promise<Comment> {
-  if (isPostgres(trx)) await trx.selectFrom('comment').select('id').where('id', '=', commentId).forUpdate().execute()
+  await lockForUpdate(trx, trx.selectFrom('comment').select('id').where('id', '=', commentId))
   return getComment(trx, postId, commentId, viewerId)
 }

@@ -4,7 +4,8 @@ import type { Selectable } from 'kysely'
 import { AppError } from '../../schemas/problems.js'
 import { orNotFound } from './errors.js'
 import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
-import { isPostgres, type Db } from '../db/dialect.js'
+import type { Db } from '../db/dialect.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { compiledList, parseSort, type Page } from './list.js'
@@ -152,16 +153,15 @@ const PARENT = {
 
 /**
  * Inside the insert's transaction: the position the new item takes (absent or past the end:
- * appended) after shifting the items at and after it down by one. On PostgreSQL the parent row
- * is locked first so two concurrent inserts cannot take the same place; SQLite runs one
- * transaction at a time anyway.
+ * appended) after shifting the items at and after it down by one. The parent row is locked first
+ * so two concurrent inserts cannot take the same place.
  */
 async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string, wanted: number | undefined): Promise<number> {
   const { parentTable, parentColumn } = PARENT[table]
   // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
   const t = table as 'chapter'
   const column = parentColumn as 'course_id'
-  if (isPostgres(trx)) await trx.selectFrom(parentTable as 'post').select('id').where('id', '=', parentId).forUpdate().execute()
+  await lockForUpdate(trx, trx.selectFrom(parentTable as 'post').select('id').where('id', '=', parentId))
   const { last } = await trx.selectFrom(t).select(eb => eb.fn.max('position').as('last')).where(column, '=', parentId).executeTakeFirstOrThrow()
   const end = Number(last ?? 0) + 1
   const position = wanted === undefined || wanted > end ? end : wanted

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql, type Insertable, type SelectQueryBuilder } from '../db/kysely.js'
 import { AppError } from '../../schemas/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
-import { isPostgres } from '../db/dialect.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, writeTimeIso, clockMs, parseDateTimeInput, toDate } from '../db/time.js'
 import { compiledList, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
@@ -285,9 +285,9 @@ function statusOf (row: PostRow): string {
   return toDate(row.published_at).getTime() <= clockMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
 }
 
-/** The row to change, locked on PostgreSQL (SQLite runs one write transaction at a time). */
+/** The row to change, locked until the transaction ends. */
 async function lockVisible (trx: Executor, postId: string, viewerId: string): Promise<PostRow> {
-  if (isPostgres(trx)) await trx.selectFrom('post').select('id').where('id', '=', postId).forUpdate().execute()
+  await lockForUpdate(trx, trx.selectFrom('post').select('id').where('id', '=', postId))
   return findVisible(trx, postId, viewerId)
 }
 

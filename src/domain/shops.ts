@@ -3,7 +3,7 @@ import { compiledOne } from '../db/compiled.js'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
-import { isPostgres } from '../db/dialect.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { compiledList, parseSort, type Page } from './list.js'
@@ -17,8 +17,7 @@ type ProductRow = Selectable<ProductTable>
 
 /**
  * The route's owner and If-Match checks, run inside the change's transaction against the row
- * as it is (locked on PostgreSQL; SQLite runs one write transaction at a time), so two writers
- * holding the same ETag cannot both pass.
+ * as it is, locked, so two writers holding the same ETag cannot both pass.
  */
 export type Guard<T> = (current: T) => void
 
@@ -103,7 +102,7 @@ export async function deleteShop (db: Db, shopId: string, guard: Guard<Shop>): P
 }
 
 async function lockShop (trx: Db, shopId: string): Promise<Shop> {
-  if (isPostgres(trx)) await trx.selectFrom('shop').select('id').where('id', '=', shopId).forUpdate().execute()
+  await lockForUpdate(trx, trx.selectFrom('shop').select('id').where('id', '=', shopId))
   return getShop(trx, shopId)
 }
 
@@ -162,6 +161,6 @@ export async function deleteProduct (db: Db, shopId: string, productId: string, 
 
 async function lockProduct (trx: Db, shopId: string, productId: string): Promise<{ shop: Shop, product: Product }> {
   const shop = await getShop(trx, shopId)
-  if (isPostgres(trx)) await trx.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId).forUpdate().execute()
+  await lockForUpdate(trx, trx.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId))
   return { shop, product: await getProduct(trx, shopId, productId) }
 }

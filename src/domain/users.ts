@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import { AppError } from '../../schemas/problems.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
-import { isPostgres, type Db } from '../db/dialect.js'
+import type { Db } from '../db/dialect.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { compiledOne, compiledOnce } from '../db/compiled.js'
@@ -156,12 +157,12 @@ export async function getCreator (db: Db, id: string): Promise<Profile> {
 
 /**
  * PUT /profiles/me: replaces the writable fields; an absent optional field becomes null. The
- * guard (If-Match) runs in the transaction against the profile as it is, locked on PostgreSQL
- * (SQLite runs one write transaction at a time), so twins with one ETag cannot both pass.
+ * guard (If-Match) runs in the transaction against the profile as it is, locked, so twins with
+ * one ETag cannot both pass.
  */
 export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard: (current: MyProfile) => void): Promise<MyProfile> {
   return db.transaction().execute(async (trx) => {
-    if (isPostgres(trx)) await trx.selectFrom('profile').select('id').where('id', '=', id).forUpdate().execute()
+    await lockForUpdate(trx, trx.selectFrom('profile').select('id').where('id', '=', id))
     guard(await getMyProfile(trx, id))
     await trx.updateTable('profile').set({
       first_name: input.first_name,
