@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../domain/people.js'
 import {
   Class, ClassCreate, ClassList, ClassListQuery, ClassParams, Student, StudentCreate, StudentList, StudentListQuery, StudentParams
 } from '../../../schemas/classes.js'
@@ -8,9 +7,10 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { createClass, createStudent, getClass, getStudent, listClasses, listStudents } from '../../domain/classes.js'
 import { pageOrCount } from '../../domain/list.js'
 import { created, listReply } from '../http.js'
-import { security } from '../guards.js'
+import { ownedByCaller, security } from '../guards.js'
 
 const tags = ['classes']
+const ownerOfClass = (cls: Class) => cls.owner.id
 
 /**
  * Classes are read by any signed-in user and opened by creators; students are personal data:
@@ -52,7 +52,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const page = pageOrCount(request.query)
-    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
+    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
     const { items, total } = await listStudents(db, request.params.classId, request.query, page)
     return listReply(request, reply, 'students', items, total, page)
   })
@@ -64,7 +64,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
+    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
     const student = await createStudent(db, request.params.classId, request.body)
     return created(reply, `/v1/classes/${student.class_id}/students/${student.id}`, student)
   })
@@ -76,7 +76,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {
-    assertOwner(request.user.id, (await getClass(db, request.params.classId)).owner.id)
+    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
     return getStudent(db, request.params.classId, request.params.studentId)
   })
 }

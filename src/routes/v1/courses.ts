@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../domain/people.js'
 import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
 import {
   Chapter, ChapterCreate, ChapterList, ChapterParams, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate, LessonList, LessonParams, PositionedListQuery
@@ -9,9 +8,10 @@ import {
   assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
 } from '../../domain/courses.js'
 import { created, listReply } from '../http.js'
-import { optionalSecurity, security, callerId } from '../guards.js'
+import { optionalSecurity, security, callerId, ownedByCaller } from '../guards.js'
 
 const tags = ['courses']
+const creatorOfCourse = (course: Course) => course.creator.id
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
 const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
 
@@ -71,7 +71,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
-    assertOwner(request.user.id, (await getCourse(db, request.params.courseId, request.user.id)).creator.id)
+    await ownedByCaller(request, getCourse(db, request.params.courseId, request.user.id), creatorOfCourse)
     const chapter = await createChapter(db, request.params.courseId, request.body)
     return created(reply, `/v1/chapters/${chapter.id}`, chapter)
   })
@@ -84,7 +84,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { courseId, chapterId } = request.params
-    assertOwner(request.user.id, (await getCourse(db, courseId, request.user.id)).creator.id)
+    await ownedByCaller(request, getCourse(db, courseId, request.user.id), creatorOfCourse)
     await assertChapterOf(db, courseId, chapterId)
     const lesson = await createLesson(db, chapterId, request.body)
     return created(reply, `/v1/lessons/${lesson.id}`, lesson)

@@ -7,6 +7,8 @@ import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } fro
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 
 const tags = ['posts']
+const creatorOf = (post: Post) => post.creator.id
+
 /** Posts: public reads, writes by creators (create) and owners (change) in an authenticated group. */
 const posts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/posts', {
@@ -77,7 +79,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     }
   }, async (request, reply) => updatePost(fastify.db, request.params.postId, request.user.id, request.body,
-    ownerAndIfMatch(request, reply, (p: Post) => p.creator.id)))
+    ownerAndIfMatch(request, reply, creatorOf)))
 
   fastify.delete('/posts/:postId', {
     schema: {
@@ -90,7 +92,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, reply, (p: Post) => p.creator.id))
+    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, reply, creatorOf))
     return reply.code(204).send(null)
   })
 }

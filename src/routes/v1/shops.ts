@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { assertOwner } from '../../domain/people.js'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
@@ -11,9 +10,10 @@ import { created, listReply } from '../http.js'
 import {
   createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
 } from '../../domain/shops.js'
-import { ownerAndIfMatch, security } from '../guards.js'
+import { ownedByCaller, ownerAndIfMatch, security } from '../guards.js'
 
 const tags = ['shops']
+const ownerOfShop = (shop: ShopT) => shop.owner.id
 
 /** Shops and products: anyone reads; creators open shops; the shop's owner writes (group below). */
 const shops: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -55,7 +55,7 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const ownShop = (request: FastifyRequest, reply: FastifyReply) => ownerAndIfMatch<ShopT>(request, reply, shop => shop.owner.id)
+  const ownShop = (request: FastifyRequest, reply: FastifyReply) => ownerAndIfMatch(request, reply, ownerOfShop)
   const ownProduct = (request: FastifyRequest, reply: FastifyReply) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
     ownerAndIfMatch<ProductT>(request, reply, () => shop.owner.id)(product)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
@@ -97,8 +97,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    const shop = await getShop(db, request.params.shopId)
-    assertOwner(request.user.id, shop.owner.id)
+    const shop = await ownedByCaller(request, getShop(db, request.params.shopId), ownerOfShop)
     const product = await createProduct(db, shop.id, request.body)
     return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
   })
