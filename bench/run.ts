@@ -16,7 +16,7 @@
  *   list, auth  (only when named) the first page vs node:http and the minimal server; profiles/me vs a public profile
  *
  * Settings: see bench/README.md. Prints a table per dialect with its goals and verdicts and writes
- * bench/results.json (a full run) or bench/.tmp/results-*.json (a selection, the smoke).
+ * bench/.tmp/results.json (a full run) or bench/.tmp/results-*.json (a selection, the smoke).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -883,9 +883,9 @@ async function main () {
     results,
     goals: VERDICTS ? Object.fromEntries(Object.entries(results).map(([d, r]) => [d, goals(d, r)])) : 'none: see meta'
   }
-  // Only a full run replaces bench/results.json; a selection, the smoke and profiles go under .tmp.
+  // Results stay out of git: a full run writes results.json, a selection, the smoke or a profile its own name.
   const full = !SMOKE && !CPU_PROF && GOAL_GROUPS.every(wanted)
-  const file = join(ROOT, 'bench', full ? 'results.json' : `.tmp/results-${SMOKE ? 'smoke' : GROUPS.join('-')}.json`)
+  const file = join(ROOT, 'bench', '.tmp', full ? 'results.json' : `results-${SMOKE ? 'smoke' : GROUPS.join('-')}.json`)
   writeFileSync(file, JSON.stringify(out, null, 2) + '\n')
   console.error(`\n${(out.meta.seconds / 60).toFixed(1)} min; results in ${file}`)
   rmSync(TMP, { recursive: true, force: true })
