@@ -45,7 +45,7 @@ export async function listComments (db: Executor, postId: string, viewerId: stri
   await assertPostVisible(db, postId, viewerId)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'comment.id')
   const { rows, total } = await commentList.page(db, { postId }, sort, query)
-  return { comments: rows.map(toComment), total }
+  return { items: rows.map(toComment), total }
 }
 
 const commentOnPost = compiledOne((db, postId: string, commentId: string) => selectComments(db, postId).where('comment.id', '=', commentId))

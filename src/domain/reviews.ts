@@ -44,7 +44,7 @@ export async function listReviews (db: Executor, postId: string, viewerId: strin
   await assertPostVisible(db, postId, viewerId)
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'review.id')
   const { rows, total } = await reviewList.page(db, { postId, rating: query.rating }, sort, query)
-  return { reviews: rows.map(toReview), total }
+  return { items: rows.map(toReview), total }
 }
 
 const reviewOfPost = compiledOne((db, postId: string, reviewId: string) => selectReviews(db, postId).where('review.id', '=', reviewId))
