@@ -8,7 +8,7 @@ import { formatDateTime, writeTimeIso } from '../db/time.js'
 import { assertOwnCourse } from './courses.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
-import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
+import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
 
 /** Classes (optionally teaching one of the owner's courses) and their students, whose data only the class owner sees. */
 

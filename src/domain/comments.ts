@@ -8,7 +8,7 @@ import { alertPostCreator } from './alerts.js'
 import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
-import { PERSON_COLUMNS, toPerson } from './people.js'
+import { PERSON_COLUMNS, toPerson } from './person.js'
 
 /** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
 export type CommentGuard = (current: Comment) => void

@@ -12,7 +12,7 @@ import { enqueueEmail } from './outbox.js'
 import { compiledOnce, compiledPerShape, type Values } from '../db/compiled.js'
 import { verifiedAddress } from './email-verification.js'
 import { getCreator } from './users.js'
-import { PERSON_COLUMNS, toPerson } from './people.js'
+import { PERSON_COLUMNS, toPerson } from './person.js'
 
 /**
  * A check run inside the change's transaction against the post as it is now, before anything

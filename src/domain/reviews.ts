@@ -7,7 +7,7 @@ import { alertPostCreator } from './alerts.js'
 import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible, isUniqueViolation } from './posts.js'
-import { PERSON_COLUMNS, toPerson } from './people.js'
+import { PERSON_COLUMNS, toPerson } from './person.js'
 
 const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }
 const DEFAULT_SORT = [{ column: 'review.created_at', direction: 'desc' as const }]

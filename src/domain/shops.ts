@@ -8,7 +8,7 @@ import { formatDateTime, writeTimeIso } from '../db/time.js'
 import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, ShopWrite } from '../../schemas/shops.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
-import { PERSON_COLUMNS, toPerson, type PersonRow } from './people.js'
+import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
 
 /** Shops and their products: creators open shops, the shop's owner manages it and its products. */
 

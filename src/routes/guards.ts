@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { assertOwner } from '../domain/people.js'
+import { assertOwner } from '../domain/ownership.js'
 import type { Account } from '../domain/users.js'
 import { assertIfMatch } from '../../plugins/etag.js'
 

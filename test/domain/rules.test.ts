@@ -4,7 +4,7 @@ import { ListQuery, LIMIT_MAX } from '../../schemas/common.js'
 import { isLenientDateTime, parseDateTimeInput } from '../../src/db/time.js'
 import { AppError } from '../../schemas/problems.js'
 import { pageOrCount, parseSort } from '../../src/domain/list.js'
-import { assertOwner } from '../../src/domain/people.js'
+import { assertOwner } from '../../src/domain/ownership.js'
 import { isVisible, slugify } from '../../src/domain/posts.js'
 
 // The domain's rules on their own: no app, no HTTP, no database.

@@ -2,7 +2,7 @@ import { createHmac, createSign, generateKeyPairSync, randomUUID } from 'node:cr
 import Fastify from 'fastify'
 import t from 'tap'
 import auth from '../../plugins/auth.js'
-import { assertOwner } from '../../src/domain/people.js'
+import { assertOwner } from '../../src/domain/ownership.js'
 import config from '../../plugins/config.js'
 import db from '../../plugins/db.js'
 import problems from '../../plugins/problems.js'

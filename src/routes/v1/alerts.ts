@@ -3,7 +3,7 @@ import { Alert, AlertList, AlertListQuery, AlertParams } from '../../../schemas/
 import { NotModified, QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
-import { assertOwner } from '../../domain/people.js'
+import { assertOwner } from '../../domain/ownership.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
 import { listReply } from '../http.js'
 

@@ -4,7 +4,7 @@ import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { EmailVerification, UserParams } from '../../../schemas/user-email.js'
 import { confirmEmail, resendVerification } from '../../domain/email-verification.js'
-import { assertOwner } from '../../domain/people.js'
+import { assertOwner } from '../../domain/ownership.js'
 import { authErrors, security } from '../guards.js'
 
 const tags = ['users']

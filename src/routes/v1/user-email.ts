@@ -3,7 +3,7 @@ import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { UserParams } from '../../../schemas/user-email.js'
-import { assertOwner } from '../../domain/people.js'
+import { assertOwner } from '../../domain/ownership.js'
 import { queueAccountSummary } from '../../domain/account-email.js'
 
 /** POST /users/{userId}/email: queues your account summary e-mail; self only. */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../domain/people.js'
+import { assertOwner } from '../../domain/ownership.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'

@@ -1,5 +1,3 @@
-import { AppError } from '../../schemas/problems.js'
-
 /**
  * One way to embed a person (a post's creator, a comment's author, a shop's owner): the query
  * joins `user` and `profile` on the person's id and selects PERSON_COLUMNS; toPerson shapes them.
@@ -11,9 +9,4 @@ export interface PersonRow { username: string, first_name: string, last_name: st
 /** What the API shows of a person: `{id, username, first_name, last_name}`. */
 export function toPerson (id: string, row: PersonRow) {
   return { id, username: row.username, first_name: row.first_name, last_name: row.last_name }
-}
-
-/** The ownership rule: only the owner may act on a resource (403 UserNotOwner otherwise). */
-export function assertOwner (callerId: string, ownerId: string): void {
-  if (callerId !== ownerId) throw new AppError('UserNotOwner', 'this resource belongs to another user')
 }
