@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
-import { join, posix, resolve } from 'node:path'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join, posix, resolve, sep } from 'node:path'
 import { lexer, type Token, type Tokens } from 'marked'
 import t from 'tap'
 import { EnvSchema } from '../plugins/config.js'
@@ -167,8 +167,16 @@ export function checkDocs (docs: readonly Doc[], repo: Repo): Findings {
   return findings
 }
 
-const tracked = execFileSync('git', ['ls-files', '-z', '*.md'], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter(Boolean)
-  .filter(path => existsSync(join(ROOT, path)))
+/** The tracked Markdown files; outside a git checkout (an exported tree), every .md file but installed and generated ones. */
+function markdownFiles (): string[] {
+  try {
+    return execFileSync('git', ['ls-files', '-z', '*.md'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\0').filter(Boolean)
+  } catch {
+    return (readdirSync(ROOT, { recursive: true }) as string[]).map(p => p.split(sep).join('/'))
+      .filter(p => p.endsWith('.md') && !/(^|\/)(node_modules|dist|data|\.tmp|\.git)\//.test(p))
+  }
+}
+const tracked = markdownFiles().filter(path => existsSync(join(ROOT, path)))
 const docs = tracked.map(path => ({ path, text: readFileSync(join(ROOT, path), 'utf8') }))
 const scripts = new Set(Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts))
 const repo: Repo = {
