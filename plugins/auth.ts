@@ -2,16 +2,46 @@ import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { AppError } from '../schemas/problems.js'
-import { findAccount, invalidToken, type Account } from '../src/domain/users.js'
-import { verificationKey, type VerificationSettings } from '../src/domain/email-verification.js'
+import type { AppDb } from './db.js'
 
 /** The claims Roja signs (RFC 8725 §3.10, §3.11): who, which token generation, for which issuer and audience. */
 export interface TokenClaims { id: string, gen: number, iss?: string, aud?: string, iat?: number, exp?: number }
 
+/** What the plugins read of the caller: keys and limits by id and address, requireCreator the flag. */
+export interface AccountBase { id: string, email: string, is_creator: boolean }
+
+/**
+ * Filled in by the app with its account type, as @fastify/jwt's FastifyJWT is:
+ * `declare module '../plugins/auth.js' { interface AuthTypes { account: Account } }`.
+ */
+export interface AuthTypes {}
+
+/** `request.user`: the app's account type, else what the plugins read of one. */
+export type AuthAccount = AuthTypes extends { account: infer A extends AccountBase } ? A : AccountBase
+
+/** How e-mail verification links are signed, how long they work, where they point. */
+export interface EmailVerification {
+  /** HMAC key, derived from JWT_SECRET for this one purpose */
+  key: Buffer
+  /** seconds (EMAIL_VERIFY_TTL) */
+  ttlSeconds: number
+  /** the front-end page a link opens (EMAIL_VERIFY_URL) */
+  url: string
+}
+
+export interface AuthOptions {
+  /** the account of a token's user id and generation; throws the problem to answer (gone, banned, revoked) */
+  findAccount: (db: AppDb, id: string, generation: number) => Promise<AuthAccount>
+  /** the error for a token that is malformed, forged or expired (401 invalid_token) */
+  invalidToken: () => Error
+  /** derives the e-mail verification key from JWT_SECRET */
+  verificationKey: (secret: string) => Buffer
+}
+
 declare module '@fastify/jwt' {
   interface FastifyJWT {
     payload: TokenClaims
-    user: Account
+    user: AuthAccount
   }
 }
 
@@ -28,8 +58,7 @@ declare module 'fastify' {
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user under its current token generation */
     issueToken: (user: { id: string, generation: number }) => { access_token: string, token_type: 'Bearer', expires_in: number }
-    /** how e-mail verification links are signed (a key derived from JWT_SECRET), how long they work, where they point */
-    emailVerification: VerificationSettings
+    emailVerification: EmailVerification
   }
 }
 
@@ -40,8 +69,9 @@ const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
  * Bearer authentication with HS256 JWTs. Routes opt in by encapsulation: a group adds
  * `onRequest: fastify.authenticate` (or authenticateIfToken); nothing here matches URLs.
  */
-export default fp(async (fastify) => {
+export default fp<AuthOptions>(async (fastify, opts) => {
   const { config } = fastify
+  const { findAccount, invalidToken } = opts
   await fastify.register(jwt, {
     secret: config.jwtSecret,
     sign: { algorithm: 'HS256', expiresIn: config.ACCESS_TOKEN_TTL, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
@@ -65,8 +95,8 @@ export default fp(async (fastify) => {
     expires_in: config.ACCESS_TOKEN_TTL
   }))
 
-  fastify.decorate('emailVerification', {
-    key: verificationKey(config.jwtSecret), ttlSeconds: config.EMAIL_VERIFY_TTL, url: config.emailVerifyUrl
+  fastify.decorate<EmailVerification>('emailVerification', {
+    key: opts.verificationKey(config.jwtSecret), ttlSeconds: config.EMAIL_VERIFY_TTL, url: config.emailVerifyUrl
   })
 
   /** The claims of a valid bearer token, or 401. */

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../schemas/problems.js'
-import { clockIso } from '../src/db/time.js'
 import { addRouteHook } from './route-hooks.js'
 
 declare module 'fastify' {
@@ -109,7 +108,7 @@ export default fp(async (fastify) => {
 
   // Expired keys are removed now and then, so the table stays small.
   const timer = setInterval(() => {
-    db.deleteFrom('idempotency_key').where('expires_at', '<', clockIso()).execute().catch(() => {})
+    db.deleteFrom('idempotency_key').where('expires_at', '<', new Date().toISOString()).execute().catch(() => {})
   }, 3600_000)
   timer.unref()
   fastify.addHook('onClose', async () => clearInterval(timer))

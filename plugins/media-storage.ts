@@ -2,9 +2,9 @@ import { createHash, randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import fp from 'fastify-plugin'
-import type { MediaStorage } from '../src/domain/storage.js'
 
 /**
  * Streams move in chunks of at most this size, far under the 50 MiB ceiling on one chunk:
@@ -14,7 +14,7 @@ export const CHUNK_BYTES = 1024 * 1024
 
 declare module 'fastify' {
   interface FastifyInstance {
-    mediaStorage: MediaStorage
+    mediaStorage: DiskStorage
   }
 }
 
@@ -30,15 +30,16 @@ function checkKey (key: string): string {
 }
 
 /**
- * The local-disk driver: one file per key under `dir`. A write goes to a temporary name
- * in the same folder, is flushed to disk, then renamed into place, so a reader never sees
- * a partial file and a failed write leaves nothing behind.
+ * The local-disk driver of the media rules' storage port: one file per key under `dir`. A write
+ * goes to a temporary name in the same folder, is flushed to disk, then renamed into place, so a
+ * reader never sees a partial file and a failed write leaves nothing behind.
  */
-export function diskStorage (dir: string): MediaStorage {
+export function diskStorage (dir: string) {
   const pathOf = (key: string) => join(dir, checkKey(key))
 
   return {
-    async put (key, source, opts = {}) {
+    /** Stores the stream under `key`, all or nothing; its size and lower-case hex sha256. */
+    async put (key: string, source: Readable | AsyncIterable<Buffer>, opts: { signal?: AbortSignal } = {}): Promise<{ size: number, sha256: string }> {
       const target = pathOf(key)
       const tmp = `${target}.${randomBytes(6).toString('hex')}${TMP_SUFFIX}`
       const hash = createHash('sha256')
@@ -62,7 +63,8 @@ export function diskStorage (dir: string): MediaStorage {
       return { size, sha256: hash.digest('hex') }
     },
 
-    async open (key, range) {
+    /** A read stream of the object, or of the inclusive byte range; null when there is none. */
+    async open (key: string, range?: { start: number, end: number }): Promise<Readable | null> {
       // Open first, so a missing file is known before any header is sent.
       let handle
       try {
@@ -74,11 +76,14 @@ export function diskStorage (dir: string): MediaStorage {
       return handle.createReadStream({ highWaterMark: CHUNK_BYTES, ...(range ?? {}) })
     },
 
-    async remove (key) {
+    /** No error when the object is already gone. */
+    async remove (key: string): Promise<void> {
       await rm(pathOf(key), { force: true })
     }
   }
 }
+
+export type DiskStorage = ReturnType<typeof diskStorage>
 
 /** Removes temporary files that a crashed process left behind. */
 async function sweepStaleTemporaries (dir: string): Promise<void> {

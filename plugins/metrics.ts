@@ -6,10 +6,10 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import metricsModule from 'fastify-metrics'
 import type { RootOperationNode } from 'kysely'
+import type pg from 'pg'
 import promClient from 'prom-client'
-import { poolOf } from '../src/db/dialect.js'
 import { loadConfig, type Config } from './config.js'
-import { queryChannel, type QueryMessage } from './db.js'
+import { queryChannel, type AppDb, type QueryMessage } from './db.js'
 import { AppError } from '../schemas/problems.js'
 import { KeyedHistogram } from './histogram.js'
 
@@ -25,6 +25,11 @@ declare module 'fastify' {
       shed: promClient.Counter<'reason'>
     }
   }
+}
+
+export interface MetricsOptions {
+  /** the PostgreSQL pool behind a database, for the pool gauges (read at scrape time) */
+  poolOf?: (db: AppDb) => pg.Pool | undefined
 }
 
 const QUERY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -49,7 +54,7 @@ export function queryOperation (node: RootOperationNode, sql: string): string {
  * (METRICS_ALLOW), METRICS_RATE_LIMIT_MAX scrapes a minute per client, and shows the Node.js
  * version only with METRICS_RUNTIME_INFO=true.
  */
-export default fp(async (fastify) => {
+export default fp<MetricsOptions>(async (fastify, opts) => {
   // Defaults when built without the config plugin (a plugin tested alone).
   const config: MetricsConfig = fastify.hasDecorator('config') ? fastify.config : loadConfig({})
   const registry = new promClient.Registry()
@@ -95,7 +100,8 @@ export default fp(async (fastify) => {
   subscribe(queryChannel.name, onQuery)
   fastify.addHook('onClose', async () => { unsubscribe(queryChannel.name, onQuery) })
 
-  if (config.databaseUrl.startsWith('postgres')) {
+  const { poolOf } = opts
+  if (poolOf && config.databaseUrl.startsWith('postgres')) {
     const pool = () => fastify.hasDecorator('db') ? poolOf(fastify.db) : undefined
     new promClient.Gauge({
       name: 'roja_db_pool_connections',

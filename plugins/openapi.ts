@@ -2,7 +2,6 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { Type } from '../schemas/typebox.js'
-import { PACKAGE_VERSION } from '../src/meta.js'
 import { describeDocument, type RouteFacts } from './openapi-document.js'
 
 const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">' +
@@ -13,6 +12,11 @@ export const API_VERSIONS = ['v1', 'v2'] as const
 export type ApiVersion = typeof API_VERSIONS[number]
 
 type Doc = Record<string, any>
+
+export interface OpenApiOptions {
+  /** the API's version in `info.version` (the package's) */
+  version: string
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -26,13 +30,13 @@ declare module 'fastify' {
  * its own `/vN` paths plus the unversioned operational routes, and only the components it uses.
  * Served at /openapi/{version}.json and /docs in local and staging only.
  */
-export default fp(async (fastify) => {
+export default fp<OpenApiOptions>(async (fastify, opts) => {
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Roja API',
-        version: PACKAGE_VERSION,
+        version: opts.version,
         description: 'Resource-oriented JSON API of the Roja creator platform.',
         license: { name: 'MIT', identifier: 'MIT' },
         contact: { name: 'Roja maintainers', url: 'https://roja.dev' }

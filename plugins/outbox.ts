@@ -5,10 +5,40 @@ import fp from 'fastify-plugin'
 import type { Transporter } from 'nodemailer'
 import type { Counter } from 'prom-client'
 import promClient from 'prom-client'
-import { backoffMs, claimDue, markFailed, markSent, outboxBacklog, type OutboxMessage } from '../src/domain/outbox.js'
-import { clockMs } from '../src/db/time.js'
+import type { AppDb } from './db.js'
 
-export interface OutboxOptions {
+/** What the worker reads of a queued message. */
+export interface QueuedEmail {
+  id: string
+  to_address: string
+  subject: string
+  body: string
+  /** attempts begun, this one included */
+  attempts: number
+}
+
+/**
+ * Filled in by the app with its queue's message type, as @fastify/jwt's FastifyJWT is:
+ * `declare module '../plugins/outbox.js' { interface OutboxTypes { message: OutboxMessage } }`.
+ */
+export interface OutboxTypes {}
+
+/** A message as the queue hands it over and takes it back: the app's type, else what the worker reads. */
+export type QueuedMessage = OutboxTypes extends { message: infer M extends QueuedEmail } ? M : QueuedEmail
+
+/** The queue the app keeps in its database: functions that take the database first. */
+export interface OutboxQueue {
+  /** leases up to `limit` due messages to this worker and counts an attempt on each */
+  claimDue: (db: AppDb, opts: { now: Date, leaseMs: number, limit: number, maxAttempts: number }) => Promise<QueuedMessage[]>
+  markSent: (db: AppDb, message: QueuedMessage) => Promise<void>
+  /** records a failed attempt; without `nextAttemptAt` the message stays failed */
+  markFailed: (db: AppDb, id: string, error: string, nextAttemptAt: Date | undefined) => Promise<void>
+  /** the undelivered messages, for the gauges */
+  backlog: (db: AppDb, maxAttempts: number) => Promise<{ pending: number, dead: number, oldestQueuedAt?: Date }>
+}
+
+/** The worker's settings, the app's and the tests' to choose. */
+export interface OutboxSettings {
   /** run the background loop once the server listens (default true); tests call runOnce instead */
   loop?: boolean
   /** pause between polls when nothing was due (ms) */
@@ -22,6 +52,14 @@ export interface OutboxOptions {
   /** first retry delay (ms); doubles each attempt up to backoffMaxMs */
   backoffBaseMs?: number
   backoffMaxMs?: number
+}
+
+export interface OutboxOptions extends OutboxSettings {
+  queue: OutboxQueue
+  /** the wait before the next try after `attempts` of them, from backoffBaseMs and backoffMaxMs */
+  backoffMs: (attempts: number, baseMs: number, maxMs: number) => number
+  /** the clock messages are queued by (ms), so what is due is judged on it; default Date.now */
+  clockMs?: () => number
 }
 
 export interface OutboxRunResult {
@@ -59,7 +97,8 @@ const DEFAULTS = {
  * marked sent only after delivery, and a claim is a lease that runs out if the process dies.
  */
 export default fp<OutboxOptions>(async (fastify, opts) => {
-  const o = { ...DEFAULTS, ...opts }
+  const { queue, backoffMs, clockMs = Date.now, ...settings } = opts
+  const o = { ...DEFAULTS, ...settings }
   const { config, db, log } = fastify
   const mailDir = join(config.dataDir, 'mail')
 
@@ -82,9 +121,9 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
   const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
   // With tracing on, each delivery is a span (its queries are children); off, the plain call.
   const traced = fastify.hasDecorator('traced') ? fastify.traced : async <T>(_name: string, _attributes: object, fn: () => Promise<T>) => await fn()
-  if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => outboxBacklog(db, o.maxAttempts), log)
+  if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => queue.backlog(db, o.maxAttempts), clockMs, log)
 
-  async function deliver (message: OutboxMessage): Promise<void> {
+  async function deliver (message: QueuedMessage): Promise<void> {
     const mail = {
       from: config.MAIL_FROM,
       to: message.to_address,
@@ -108,7 +147,7 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
   }
 
   async function runOnce ({ now = new Date(clockMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
-    const claimed = await claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
+    const claimed = await queue.claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
     const result = { claimed: claimed.length, sent: 0, failed: 0 }
     for (const message of claimed) {
       await traced('outbox deliver', { 'messaging.system': 'roja.outbox', 'messaging.message.id': message.id, 'roja.outbox.attempt': message.attempts }, async () => {
@@ -117,13 +156,13 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
         } catch (err) {
           const final = message.attempts >= o.maxAttempts
           const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
-          await markFailed(db, message.id, (err as Error).message, retryAt)
+          await queue.markFailed(db, message.id, (err as Error).message, retryAt)
           result.failed++
           counters?.failed.inc({ final: String(final) })
           log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
           return err as Error // marks the span failed
         }
-        await markSent(db, message)
+        await queue.markSent(db, message)
         result.sent++
         counters?.sent.inc()
       })
@@ -166,16 +205,18 @@ function makeCounters (registry: promClient.Registry): { sent: Counter, failed: 
   }
 }
 
+type Backlog = Awaited<ReturnType<OutboxQueue['backlog']>>
+
 /** Queue depth and the oldest message's age, read with one query when Prometheus scrapes (never per request). */
-function backlogGauges (registry: promClient.Registry, read: () => ReturnType<typeof outboxBacklog>, log: FastifyBaseLogger): void {
-  let backlog: Promise<Awaited<ReturnType<typeof outboxBacklog>> | undefined> | undefined
+function backlogGauges (registry: promClient.Registry, read: () => Promise<Backlog>, clockMs: () => number, log: FastifyBaseLogger): void {
+  let backlog: Promise<Backlog | undefined> | undefined
   // A scrape starts every collect() in the same tick, so the three gauges share the read in flight.
   const current = () => {
     backlog ??= read().catch((err) => { log.warn({ err }, 'outbox backlog unreadable for metrics'); return undefined })
       .finally(() => { backlog = undefined })
     return backlog
   }
-  const gauge = (name: string, help: string, value: (b: Awaited<ReturnType<typeof outboxBacklog>>) => number) =>
+  const gauge = (name: string, help: string, value: (b: Backlog) => number) =>
     new promClient.Gauge({
       name, help, registers: [registry],
       async collect () {

@@ -8,14 +8,14 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isPostgres } from '../src/db/dialect.js'
-import { PACKAGE_VERSION as version } from '../src/meta.js'
 import type { Config } from './config.js'
 import { queryChannel, type QueryMessage } from './db.js'
 
 export interface TracingOptions {
   /** where finished spans go, one by one (tests give an InMemorySpanExporter); default: OTLP/HTTP from config */
   exporter?: SpanExporter
+  /** the service's version (`service.version`, and the tracer's) */
+  version: string
 }
 
 declare module 'fastify' {
@@ -41,6 +41,7 @@ const UNTRACED = /^\/(metrics|health)(\?|$)/
  */
 export default fp<TracingOptions>(async (fastify, opts) => {
   const { config } = fastify
+  const { version } = opts
   const exporter = opts.exporter ?? await otlpExporter(config)
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.OTEL_SERVICE_NAME, [ATTR_SERVICE_VERSION]: version }),
@@ -92,7 +93,8 @@ export default fp<TracingOptions>(async (fastify, opts) => {
 
   // A span per query inside a traced request or delivery (parent: the active span); queries
   // outside one (health checks, the outbox's idle polls) are not traced.
-  const system = (message: QueryMessage) => isPostgres(message.db) ? 'postgresql' : 'sqlite'
+  // The app's database is DATABASE_URL's: its scheme names the system.
+  const system = config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
   const onQuery = (message: unknown) => {
     const { db, event } = message as QueryMessage
     if (db !== fastify.db) return
@@ -105,7 +107,7 @@ export default fp<TracingOptions>(async (fastify, opts) => {
     const span = tracer.startSpan(table ? `${operation} ${table}` : operation, {
       kind: SpanKind.CLIENT,
       startTime: end - event.queryDurationMillis,
-      attributes: { 'db.system.name': system(message as QueryMessage), 'db.operation.name': operation, 'db.collection.name': table, 'db.query.text': sql }
+      attributes: { 'db.system.name': system, 'db.operation.name': operation, 'db.collection.name': table, 'db.query.text': sql }
     }, parent)
     if (event.level === 'error') fail(span, event.error as Error)
     span.end(end)

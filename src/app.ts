@@ -11,46 +11,69 @@ import idempotency from '../plugins/idempotency.js'
 import mediaStorage from '../plugins/media-storage.js'
 import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
-import outbox, { type OutboxOptions } from '../plugins/outbox.js'
+import outbox, { type OutboxSettings } from '../plugins/outbox.js'
 import type { TracingOptions } from '../plugins/tracing.js'
 import problems from '../plugins/problems.js'
 import rateLimit from '../plugins/rate-limit.js'
 import security from '../plugins/security.js'
 import underPressure from '../plugins/under-pressure.js'
 import { components } from '../schemas/index.js'
+import { createDb, poolOf, type Db } from './db/dialect.js'
+import { migrateToLatest } from './db/migrate.js'
+import { clockMs } from './db/time.js'
+import { verificationKey } from './domain/email-verification.js'
+import { backoffMs, claimDue, markFailed, markSent, outboxBacklog, type OutboxMessage } from './domain/outbox.js'
+import { findAccount, invalidToken, type Account } from './domain/users.js'
+import { PACKAGE_VERSION } from './meta.js'
 import operations from './routes/operations.js'
 import v1 from './routes/v1/index.js'
 import v2 from './routes/v2/index.js'
+
+// The plugins declare these types and the app names them, as @fastify/jwt's FastifyJWT is filled in.
+declare module '../plugins/db.js' { interface DbTypes { db: Db } }
+declare module '../plugins/auth.js' { interface AuthTypes { account: Account } }
+declare module '../plugins/outbox.js' { interface OutboxTypes { message: OutboxMessage } }
 
 export interface AppOptions {
   config: Config
   /** PostgreSQL schema to use (tests give each file its own) */
   dbSchema?: string
   /** the e-mail outbox worker's settings (tests turn the loop off and call runOnce) */
-  outbox?: OutboxOptions
+  outbox?: OutboxSettings
   /** turns tracing on without an OTLP endpoint (tests give an in-memory exporter) */
-  tracing?: TracingOptions
+  tracing?: Omit<TracingOptions, 'version'>
 }
 
-/** The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this. */
+/**
+ * The whole app as one plugin: infrastructure first, then the route groups. Tests build exactly this.
+ * The plugins get the app's parts through their options; none imports src/.
+ */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(config, { config: opts.config })
   // First, so every later hook and route is traced. Off (no OTLP endpoint): not even loaded.
-  if (opts.config.tracing || opts.tracing) await fastify.register(import('../plugins/tracing.js'), opts.tracing ?? {})
+  if (opts.config.tracing || opts.tracing) await fastify.register(import('../plugins/tracing.js'), { ...opts.tracing, version: PACKAGE_VERSION })
   await fastify.register(problems)
   await fastify.register(accept)
   await fastify.register(contentType)
   await fastify.register(security)
   await fastify.register(rateLimit)
-  await fastify.register(metrics) // after the rate limiter, so /metrics gets its own limit
-  await fastify.register(db, { url: opts.config.databaseUrl, schema: opts.dbSchema, poolSize: opts.config.DATABASE_POOL_SIZE })
-  await fastify.register(outbox, opts.outbox ?? {})
+  await fastify.register(metrics, { poolOf }) // after the rate limiter, so /metrics gets its own limit
+  await fastify.register(db, {
+    connect: (log) => createDb(opts.config.databaseUrl, { schema: opts.dbSchema, poolSize: opts.config.DATABASE_POOL_SIZE, log }),
+    migrate: migrateToLatest
+  })
+  await fastify.register(outbox, {
+    ...opts.outbox,
+    queue: { claimDue, markSent, markFailed, backlog: outboxBacklog },
+    backoffMs,
+    clockMs
+  })
   await fastify.register(underPressure)
-  await fastify.register(auth)
+  await fastify.register(auth, { findAccount, invalidToken, verificationKey })
   await fastify.register(etag)
   await fastify.register(idempotency)
   await fastify.register(mediaStorage)
-  await fastify.register(openapi)
+  await fastify.register(openapi, { version: PACKAGE_VERSION })
   await fastify.register(deprecation)
   for (const schema of components) fastify.addSchema(schema)
 

@@ -4,9 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type LightMyR
 import pg from 'pg'
 import { pino } from 'pino'
 import type { Test } from 'tap'
-import app from '../src/app.js'
-import type { OutboxOptions } from '../plugins/outbox.js'
-import type { TracingOptions } from '../plugins/tracing.js'
+import app, { type AppOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../plugins/config.js'
 import { serverOptions } from '../src/options.js'
 import { LOG_DIR, LOG_LEVEL, logFile, observeIssued, TEST_SECRET } from './log-capture.js'
@@ -83,9 +81,9 @@ export interface BuildOptions {
   /** reuse a database made by freshDatabase (e.g. to restart the app on the same data) */
   database?: { url: string, schema?: string }
   /** outbox worker settings (it only runs in the background once the app listens) */
-  outbox?: OutboxOptions
+  outbox?: AppOptions['outbox']
   /** turn tracing on, spans to this exporter */
-  tracing?: TracingOptions
+  tracing?: AppOptions['tracing']
 }
 
 /** Builds the real app on a fresh database, ready for `app.inject`; closed at teardown. */

@@ -2,7 +2,11 @@ import { createHmac, createSign, generateKeyPairSync, randomUUID } from 'node:cr
 import Fastify from 'fastify'
 import t from 'tap'
 import auth from '../../plugins/auth.js'
+import { createDb } from '../../src/db/dialect.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { verificationKey } from '../../src/domain/email-verification.js'
 import { assertOwner } from '../../src/domain/ownership.js'
+import { findAccount, invalidToken } from '../../src/domain/users.js'
 import config from '../../plugins/config.js'
 import db from '../../plugins/db.js'
 import problems from '../../plugins/problems.js'
@@ -135,8 +139,8 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
   t.teardown(() => server.close())
   await server.register(config, { config: cfg })
   await server.register(problems)
-  await server.register(db, { url: 'sqlite::memory:' })
-  await server.register(auth)
+  await server.register(db, { connect: (log) => createDb('sqlite::memory:', { log }), migrate: migrateToLatest })
+  await server.register(auth, { findAccount, invalidToken, verificationKey })
   await server.register(async (group) => {
     group.addHook('onRequest', group.authenticate)
     group.get('/creator-only', { preHandler: group.requireCreator }, async () => ({ ok: true }))

@@ -19,7 +19,7 @@ async function build (t: Test) {
   await app.register(problems)
   await app.register(rateLimit)
   await app.register(metrics) // after the rate limiter, as the app registers it
-  await app.register(openapi)
+  await app.register(openapi, { version: '0.0.0' })
   await app.register(deprecation)
   app.get('/v1/things', {
     config: { deprecated: { sunset: '2027-06-30', successor: '/v2/things', since: '2026-12-01' } },
