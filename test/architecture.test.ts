@@ -3,7 +3,8 @@ import { join, relative } from 'node:path'
 import t from 'tap'
 
 // The layering, checked over the import graph (README, Architecture): schemas/ imports nothing of
-// ours; src/domain imports only schemas/, src/db/ and itself; nothing imports scripts/, bench/ or test/.
+// ours; plugins/ only schemas/ and itself; src/domain only schemas/, src/db/ and itself; nothing
+// imports scripts/, bench/ or test/.
 const root = new URL('..', import.meta.url).pathname
 
 function files (dir: string): string[] {
@@ -13,7 +14,11 @@ function files (dir: string): string[] {
 }
 
 function importsOf (file: string): string[] {
-  const text = readFileSync(join(root, file), 'utf8')
+  return importsIn(readFileSync(join(root, file), 'utf8'))
+}
+
+/** Every module a source text names: imports and re-exports (type-only too) and `import('…')`. */
+function importsIn (text: string): string[] {
   return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)].map(m => m[1] ?? m[2])
 }
 
@@ -43,6 +48,21 @@ t.test('schemas/ imports nothing from src/ or plugins/', async (t) => {
       t.notOk(to.startsWith('src/') || to.startsWith('plugins/'), `${file} imports ${spec}`)
     }
   }
+})
+
+/** What a plugin's text imports from src/: the app hands plugins its parts through their options. */
+function fromSrc (file: string, text: string): string[] {
+  return importsIn(text).filter(spec => target(file, spec).startsWith('src/'))
+}
+
+t.test('plugins/ imports nothing from src/, type imports included', async (t) => {
+  const plugins = files('plugins')
+  t.ok(plugins.length > 10, `${plugins.length} plugins`)
+  for (const file of plugins) t.same(fromSrc(file, readFileSync(join(root, file), 'utf8')), [], file)
+  const planted = "import fp from 'fastify-plugin'\nimport type {\n  Db\n} from '../src/db/dialect.js'\n" +
+    "export type { Account } from '../src/domain/users.js'\ntype V = typeof import('../src/meta.js')\nimport { queryChannel } from './db.js'"
+  t.same(fromSrc('plugins/x.ts', planted), ['../src/db/dialect.js', '../src/domain/users.js', '../src/meta.js'],
+    'the check sees a multi-line type import, a type re-export and a `typeof import(…)`')
 })
 
 t.test('the runtime (src/, plugins/, schemas/) imports no tooling: scripts/, bench/, test/', async (t) => {
