@@ -5,7 +5,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { assertOwner } from '../../domain/ownership.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
-import { listReply } from '../http.js'
+import { listReply } from '../replies.js'
 
 const AUTHENTICATED = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed')
 

@@ -6,7 +6,7 @@ import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js
 import { errorResponses } from '../../../schemas/problems.js'
 import { createClass, createStudent, getClass, getStudent, listClasses, listStudents } from '../../domain/classes.js'
 import { pageOrCount } from '../../domain/list.js'
-import { created, listReply } from '../http.js'
+import { created, listReply } from '../replies.js'
 import { ownedByCaller, security } from '../guards.js'
 
 const tags = ['classes']

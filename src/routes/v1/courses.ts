@@ -7,7 +7,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import {
   assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
 } from '../../domain/courses.js'
-import { created, listReply } from '../http.js'
+import { created, listReply } from '../replies.js'
 import { optionalSecurity, security, callerId, ownedByCaller } from '../guards.js'
 
 const tags = ['courses']

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../schemas/common.js'
 import { CreatorParams, CreatorPostListQuery, PostList } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { listReply } from '../http.js'
+import { listReply } from '../replies.js'
 import { listCreatorPosts } from '../../domain/posts.js'
 
 /** GET /creators/{profileId}/posts: a creator's published posts (public); the creator is checked first. */

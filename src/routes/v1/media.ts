@@ -10,7 +10,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
 import { bytesEtag, createMedia, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
 import { etagMatches } from '../../../plugins/etag.js'
-import { created } from '../http.js'
+import { created } from '../replies.js'
 
 // The bytes go out as a stream, never through a serializer.
 const Bytes = Type.Unsafe<Readable>(FileBytes)

@@ -5,7 +5,7 @@ import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Executor } from '../../db/dialect.js'
 import type { Page } from '../../domain/list.js'
-import { created, listReply } from '../http.js'
+import { created, listReply } from '../replies.js'
 import { authErrors, callerId, optionalSecurity, security } from '../guards.js'
 
 /** What the OpenAPI document says of one operation. */

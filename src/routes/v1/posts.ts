@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
-import { created, listReply } from '../http.js'
+import { created, listReply } from '../replies.js'
 import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
 

@@ -4,7 +4,7 @@ import { IdempotencyHeaders, IfMatchHeaders, NotModified, ref } from '../../../s
 import { errorResponses } from '../../../schemas/problems.js'
 import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
 import { getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
-import { created } from '../http.js'
+import { created } from '../replies.js'
 
 const tags = ['profiles']
 

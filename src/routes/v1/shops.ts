@@ -6,7 +6,7 @@ import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.
 import {
   Product, ProductList, ProductListQuery, ProductParams, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopWrite
 } from '../../../schemas/shops.js'
-import { created, listReply } from '../http.js'
+import { created, listReply } from '../replies.js'
 import {
   createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
 } from '../../domain/shops.js'

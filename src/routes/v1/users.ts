@@ -3,7 +3,7 @@ import { assertOwner } from '../../domain/ownership.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { listReply } from '../http.js'
+import { listReply } from '../replies.js'
 import { getUserPost, listPosts } from '../../domain/posts.js'
 import { authErrors, security } from '../guards.js'
 
