@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, PREPARED_STATEMENTS_MAX, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
-import { compiledOnce, compiledPerShape } from '../src/db/compiled.js'
+import { cachedStatement, cachedStatementPerShape } from '../src/db/statement-cache.js'
 import { compiledList } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
 import { seed } from '../scripts/seed.js'
@@ -347,7 +347,7 @@ t.test('the lenient-date-time format validates like isLenientDateTime', async (t
   t.notOk(validate('2026-03-01'))
 })
 
-t.test('compiledOnce answers as the query builder does, for each value, in and out of a transaction', async (t) => {
+t.test('cachedStatement answers as the query builder does, for each value, in and out of a transaction', async (t) => {
   const db = await openDb(t)
   await insertUser(db, 'a1', { is_active: true, is_creator: true })
   await insertUser(db, 'a2', { is_active: true, is_creator: false })
@@ -355,7 +355,7 @@ t.test('compiledOnce answers as the query builder does, for each value, in and o
   // a constant value (a boolean, bound as 0/1 on SQLite) between the placeholders keeps its place
   const build = (d: Db, active: string, id: string) => d.selectFrom('user').select(['id', 'is_creator'])
     .where('is_active', '=', true).where('username', '!=', active).where('id', '=', id)
-  const byId = compiledOnce(build)
+  const byId = cachedStatement(build)
   for (const id of ['a1', 'a2', 'a3', 'missing', 'a1']) {
     t.same(await byId(db, 'u-none', id), await build(db, 'u-none', id).execute(), `id ${id}`)
   }
@@ -366,13 +366,13 @@ t.test('compiledOnce answers as the query builder does, for each value, in and o
   })
 })
 
-t.test('compiledOnce refuses a query that does not use a placeholder as a value', async (t) => {
+t.test('cachedStatement refuses a query that does not use a placeholder as a value', async (t) => {
   const db = await openDb(t)
-  const lower = compiledOnce((d: Db, name: string) => d.selectFrom('user').select('id').where('username', 'like', `${name}%`))
+  const lower = cachedStatement((d: Db, name: string) => d.selectFrom('user').select('id').where('username', 'like', `${name}%`))
   await t.rejects(lower(db, 'X'), /placeholder .* is not a value of the query/)
 })
 
-t.test('compiledPerShape: one compiled query per shape, each answering as the builder does', async (t) => {
+t.test('cachedStatementPerShape: one compiled query per shape, each answering as the builder does', async (t) => {
   const db = await openDb(t)
   for (const [id, flags] of [['b1', { is_active: true, is_creator: true }], ['b2', { is_active: true, is_creator: false }], ['b3', { is_active: false, is_creator: true }]] as const) {
     await insertUser(db, id, flags)
@@ -385,7 +385,7 @@ t.test('compiledPerShape: one compiled query per shape, each answering as the bu
     if (v.after !== undefined) q = q.where('id', order === 'asc' ? '>' : '<', v.after)
     return q.orderBy('id', order).limit(v.limit)
   }
-  const compiled = compiledPerShape(build)
+  const compiled = cachedStatementPerShape(build)
   const cases: Array<['asc' | 'desc', V]> = [
     ['asc', { limit: 10 }], ['desc', { limit: 10 }], ['asc', { limit: 1 }],
     ['asc', { creator: true, limit: 10 }], ['asc', { creator: false, limit: 10 }],
@@ -399,11 +399,11 @@ t.test('compiledPerShape: one compiled query per shape, each answering as the bu
   }
 })
 
-t.test('compiledPerShape refuses a value used for structure or transformed', async (t) => {
+t.test('cachedStatementPerShape refuses a value used for structure or transformed', async (t) => {
   const db = await openDb(t)
-  const transformed = compiledPerShape((d: Db, _: undefined, v: { name: string }) => d.selectFrom('user').select('id').where('username', '=', v.name.toLowerCase()))
+  const transformed = cachedStatementPerShape((d: Db, _: undefined, v: { name: string }) => d.selectFrom('user').select('id').where('username', '=', v.name.toLowerCase()))
   await t.rejects(transformed(db, undefined, { name: 'X' }), /placeholder .*name is not a value of the query/)
-  const structural = compiledPerShape((d: Db, _: undefined, v: { column: string }) => d.selectFrom('user').select(v.column as 'id'))
+  const structural = cachedStatementPerShape((d: Db, _: undefined, v: { column: string }) => d.selectFrom('user').select(v.column as 'id'))
   await t.rejects(structural(db, undefined, { column: 'id' }), /placeholder .*column is not a value of the query/)
 })
 
@@ -418,7 +418,7 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
   }
   const list = compiledList(filtered)
   // keyed: a deep page (here: any offset) finds its keys on the table alone, then reads those rows
-  const keyed = compiledList(filtered, { key: 'user.id', keys: filtered, rows: (d: Db) => d.selectFrom('user').select(['id', 'username']), deep: (_, page) => page.offset > 0 })
+  const keyed = compiledList(filtered, { key: 'user.id', keys: filtered, rows: (d: Db) => d.selectFrom('user').select(['id', 'username']), readsKeysFirst: (_, page) => page.offset > 0 })
   for (const v of [{}, { active: true }, { active: false }, { from: 'c3' }, { active: true, from: 'c2' }]) {
     for (const sort of [[{ column: 'id', direction: 'asc' as const }], [{ column: 'username', direction: 'desc' as const }, { column: 'id', direction: 'desc' as const }]]) {
       for (const page of [{ limit: 2, offset: 0 }, { limit: 2, offset: 3 }, { limit: 10, offset: 0 }, { limit: 1, offset: 9 }]) {
@@ -491,8 +491,8 @@ t.test('public post lists read post_sort_at_idx from now plus the slack down, an
   t.equal((await listPostsAfter(db, { limit: 10 })).posts[0].id, post.id, 'v2: listed, first')
   const statement = captured.find(q => /order by "post"."sort_at" desc/.test(q.sql))!
   t.match(statement.sql, /"post"."sort_at" <= /, 'the page bounds sort_at')
-  const horizon = statement.parameters.map(p => Date.parse(String(p))).find(ms => ms > Date.now() + 60_000)
-  t.ok(horizon !== undefined && Math.abs(horizon - (Date.now() + VISIBLE_SORT_AT_SLACK_MS)) < 60_000, 'by now plus the slack')
+  const visibleUntil = statement.parameters.map(p => Date.parse(String(p))).find(ms => ms > Date.now() + 60_000)
+  t.ok(visibleUntil !== undefined && Math.abs(visibleUntil - (Date.now() + VISIBLE_SORT_AT_SLACK_MS)) < 60_000, 'by now plus the slack')
   const plan = await planOf(db, statement)
   t.match(plan, isPostgres(db) ? /Index Cond: \(+sort_at <= / : /post_sort_at_idx \(sort_at<\?\)/, 'the index is entered at the bound, not walked from its head')
 
@@ -501,7 +501,7 @@ t.test('public post lists read post_sort_at_idx from now plus the slack down, an
   await listPostsAfter(db, { limit: 5 }, first.next)
   const after = captured.find(q => /order by "post"."sort_at" desc/.test(q.sql))!
   t.match(await planOf(db, after), isPostgres(db) ? /Index Cond: \(+ROW\(sort_at, id\) < / : /post_sort_at_idx \(\(sort_at,id\)<\(\?,\?\)\)/,
-    'v2 after a position: the index is entered at the position, not at the horizon')
+    'v2 after a position: the index is entered at the position, not at the visibleUntil bound')
 
   // the stated limit: a clock more than the slack ahead hides the post from the public lists until then
   await ahead(VISIBLE_SORT_AT_SLACK_MS + 60_000)

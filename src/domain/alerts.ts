@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Selectable } from 'kysely'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
@@ -70,7 +70,7 @@ export async function listAlerts (db: Db, userId: string, query: AlertListQuery,
   return { items: rows.map(toAlert), total }
 }
 
-const alertById = compiledOne((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
+const alertById = cachedRowStatement((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
 
 /**
  * One alert and whose it is; the route checks ownership with the shared assertOwner,

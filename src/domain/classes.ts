@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Selectable } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
@@ -59,8 +59,8 @@ export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
   return { items: rows.map(toClass), total }
 }
 
-const classById = compiledOne((db, classId: string) => selectClasses(db).where('class.id', '=', classId))
-const studentInClass = compiledOne((db, studentId: string, classId: string) => db.selectFrom('student').selectAll()
+const classById = cachedRowStatement((db, classId: string) => selectClasses(db).where('class.id', '=', classId))
+const studentInClass = cachedRowStatement((db, studentId: string, classId: string) => db.selectFrom('student').selectAll()
   .where('id', '=', studentId).where('class_id', '=', classId))
 
 export async function getClass (db: Db, classId: string): Promise<Class> {

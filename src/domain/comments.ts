@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { lockForUpdate } from '../db/row-lock.js'
@@ -48,7 +48,7 @@ export async function listComments (db: Executor, postId: string, viewerId: stri
   return { items: rows.map(toComment), total }
 }
 
-const commentOnPost = compiledOne((db, postId: string, commentId: string) => selectComments(db, postId).where('comment.id', '=', commentId))
+const commentOnPost = cachedRowStatement((db, postId: string, commentId: string) => selectComments(db, postId).where('comment.id', '=', commentId))
 
 /** One comment; a comment under another post is 404 like a missing one. */
 export async function getComment (db: Executor, postId: string, commentId: string, viewerId: string | undefined): Promise<Comment> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Selectable } from 'kysely'
 import { AppError } from '../../schemas/problems.js'
 import { orNotFound } from './errors.js'
@@ -70,11 +70,11 @@ export async function assertOwnCourse (db: Db, courseId: string, userId: string)
 
 const POSITIONED_SORT = { position: 'position', title: 'title', created_at: 'created_at' }
 const BY_POSITION = [{ column: 'position', direction: 'asc' as const }]
-const courseHead = compiledOne((db, courseId: string) => db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId))
-const chapterById = compiledOne((db, chapterId: string) => db.selectFrom('chapter').selectAll().where('id', '=', chapterId))
-const chapterInCourse = compiledOne((db, chapterId: string, courseId: string) => db.selectFrom('chapter').selectAll()
+const courseHead = cachedRowStatement((db, courseId: string) => db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId))
+const chapterById = cachedRowStatement((db, chapterId: string) => db.selectFrom('chapter').selectAll().where('id', '=', chapterId))
+const chapterInCourse = cachedRowStatement((db, chapterId: string, courseId: string) => db.selectFrom('chapter').selectAll()
   .where('id', '=', chapterId).where('course_id', '=', courseId))
-const lessonById = compiledOne((db, lessonId: string) => db.selectFrom('lesson').selectAll().where('id', '=', lessonId))
+const lessonById = cachedRowStatement((db, lessonId: string) => db.selectFrom('lesson').selectAll().where('id', '=', lessonId))
 const chapterList = compiledList((db, v: { courseId: string }) => db.selectFrom('chapter').selectAll().where('course_id', '=', v.courseId))
 const lessonList = compiledList((db, v: { chapterId: string }) => db.selectFrom('lesson').selectAll().where('chapter_id', '=', v.chapterId))
 

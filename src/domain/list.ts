@@ -1,5 +1,5 @@
 import { sql, type SelectQueryBuilder } from '../db/kysely.js'
-import { compiledPerShape, type Values } from '../db/compiled.js'
+import { cachedStatementPerShape, type Values } from '../db/statement-cache.js'
 import type { Db, Executor } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { LIMIT_DEFAULT } from '../../schemas/common.js'
@@ -65,12 +65,12 @@ type Filtered<V, O> = (db: Db, values: V) => SelectQueryBuilder<Database, any, O
 
 /**
  * A list whose filters need only its own table, and whose rows join others (people embedded in
- * posts). A deep page (`deep`) finds its keys first on the table alone (`keys`: sorted, limited,
+ * posts). A deep page (`readsKeysFirst`) finds its keys first on the table alone (`keys`: sorted, limited,
  * offset) and then reads those rows (`rows`), so the rows the offset skips are read in the index,
  * never fetched and joined. A shallow page reads its rows directly, which costs less when few rows
  * are skipped. The count reads the table alone too.
  */
-export interface Keyed<V> {
+export interface KeysFirst<V> {
   /** the table's primary key, as the selects name it (`post.id`) */
   key: string
   /** the table alone, with the same filters as the list's select */
@@ -78,7 +78,7 @@ export interface Keyed<V> {
   /** the select of the rows shown, joins included, without filters: the page adds the keys and the sort */
   rows: (db: Db) => SelectQueryBuilder<Database, any, unknown>
   /** whether this page reads by keys */
-  deep: (values: V, page: Page) => boolean
+  readsKeysFirst: (values: V, page: Page) => boolean
 }
 
 export interface CompiledList<V extends Values, O> {
@@ -95,24 +95,24 @@ export interface CompiledList<V extends Values, O> {
  * A list, written once: `filtered` gives its select with the filters the defined values call for
  * (no order, no paging, no GROUP BY: the count would count groups). Page and count are built and
  * compiled once per shape (which filters, which sort) and run with each request's values; the
- * values reach `filtered` as placeholders (src/db/compiled.ts), so structure comes only from
- * which of them are defined. With `keyed`, a deep page reads its rows by their keys (see Keyed).
+ * values reach `filtered` as placeholders (src/db/statement-cache.ts), so structure comes only from
+ * which of them are defined. With `keysFirst`, a deep page reads its rows by their keys (see KeysFirst).
  */
-export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keyed?: Keyed<V>): CompiledList<V, O> {
-  const pageOf = compiledPerShape((db, { sort, byKeys }: { sort: SortKey[], byKeys: boolean }, values: V & { limit: number, offset: number }) => {
-    if (!keyed || !byKeys) return applySort(filtered(db, values), sort).limit(values.limit).offset(values.offset)
-    const keys = applySort(keyed.keys(db, values).clearSelect().select(keyed.key as never), sort).limit(values.limit).offset(values.offset)
-    return applySort(keyed.rows(db).where(keyed.key as never, 'in', keys), sort) as unknown as SelectQueryBuilder<Database, any, O>
+export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
+  const pageOf = cachedStatementPerShape((db, { sort, byKeys }: { sort: SortKey[], byKeys: boolean }, values: V & { limit: number, offset: number }) => {
+    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(values.limit).offset(values.offset)
+    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(keysFirst.key as never), sort).limit(values.limit).offset(values.offset)
+    return applySort(keysFirst.rows(db).where(keysFirst.key as never, 'in', keys), sort) as unknown as SelectQueryBuilder<Database, any, O>
   }, ({ sort, byKeys }) => `${byKeys ? 'keys:' : ''}${sortKeyOf(sort)}`)
-  const countOf = compiledPerShape((db, _: undefined, values: V) =>
-    (keyed ? keyed.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
+  const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>
+    (keysFirst ? keysFirst.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
   const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
   return {
     count,
     page: async (db, values, sort, page, total) => {
       const [rows, counted] = await Promise.all([
         // Object.assign, not a spread: V8 (Node 20) clones by its slow path when a spread gains keys (2.4 µs against 0.1)
-        pageOf(db, { sort, byKeys: keyed?.deep(values, page) ?? false }, Object.assign({}, values, { limit: page.limit, offset: page.offset })) as Promise<O[]>,
+        pageOf(db, { sort, byKeys: keysFirst?.readsKeysFirst(values, page) ?? false }, Object.assign({}, values, { limit: page.limit, offset: page.offset })) as Promise<O[]>,
         total ? total() : count(db, values)
       ])
       return { rows, total: counted }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Readable } from 'node:stream'
 import parseRange from 'range-parser'
 import type { Selectable } from 'kysely'
@@ -103,7 +103,7 @@ export async function createMedia (db: Db, storage: MediaStorage, ownerId: strin
   }
 }
 
-const mediaById = compiledOne((db, id: string) => db.selectFrom('media').selectAll().where('id', '=', id))
+const mediaById = cachedRowStatement((db, id: string) => db.selectFrom('media').selectAll().where('id', '=', id))
 
 export async function getMedia (db: Db, id: string): Promise<MediaRow> {
   const row = await mediaById(db, id)

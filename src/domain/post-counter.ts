@@ -1,5 +1,5 @@
 import { sql } from '../db/kysely.js'
-import { compiledPerShape } from '../db/compiled.js'
+import { cachedStatementPerShape } from '../db/statement-cache.js'
 import type { Executor } from '../db/dialect.js'
 
 /**
@@ -13,7 +13,7 @@ export async function countPublishedPosts (db: Executor, now: string, type?: str
   return Number(row?.total ?? 0)
 }
 
-const publishedTotal = compiledPerShape((_db, _: undefined, { now, type }: { now: string, type?: string }) => {
+const publishedTotal = cachedStatementPerShape((_db, _: undefined, { now, type }: { now: string, type?: string }) => {
   const ofType = type === undefined ? sql`` : sql`and type = ${type}`
   return sql<{ total: number | string | null }>`select
       coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)

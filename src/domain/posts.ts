@@ -9,7 +9,7 @@ import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
-import { compiledOnce, compiledPerShape, type Values } from '../db/compiled.js'
+import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
 import { verifiedAddress } from './email-verification.js'
 import { getCreator } from './users.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
@@ -36,7 +36,7 @@ function selectPosts (db: Executor) {
 type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
 
 /** One post by id: the read behind every post route, compiled once. */
-const postById = compiledOnce((db, postId: string) => selectPosts(db).where('post.id', '=', postId))
+const postById = cachedStatement((db, postId: string) => selectPosts(db).where('post.id', '=', postId))
 
 function toPost (row: PostRow): Post {
   return {
@@ -106,7 +106,7 @@ function counterTotal (db: Executor, values: PostFilterValues): (() => Promise<n
 interface PostFilterValues extends Values {
   now?: string
   /** set with `now`: where the public lists start reading post_sort_at_idx (see VISIBLE_SORT_AT_SLACK_MS) */
-  horizon?: string
+  visibleUntil?: string
   creatorId?: string
   type?: string
   tags?: string[]
@@ -127,7 +127,7 @@ function filterValues (query: PostFilters | CreatorPostListQuery, scope: PostSco
   const visible = !scope.unpublished
   return {
     now: visible ? new Date(nowMs).toISOString() : undefined,
-    horizon: visible ? new Date(nowMs + VISIBLE_SORT_AT_SLACK_MS).toISOString() : undefined,
+    visibleUntil: visible ? new Date(nowMs + VISIBLE_SORT_AT_SLACK_MS).toISOString() : undefined,
     creatorId: scope.creatorId ?? ('creator_id' in query ? query.creator_id : undefined),
     type: query.type,
     // every named tag: the posts that have as many of them as were asked for
@@ -137,12 +137,12 @@ function filterValues (query: PostFilters | CreatorPostListQuery, scope: PostSco
 
 /**
  * The filters of every post list (v1 and v2): visibility, creator, type, tags. They read the post
- * table alone, so a deep v1 page finds its posts' keys without the joins (compiledList's Keyed).
+ * table alone, so a deep v1 page finds its posts' keys without the joins (compiledList's KeysFirst).
  */
 function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: PostFilterValues): Q {
   let q = query as unknown as PostQuery
   if (v.now !== undefined) q = q.where('post.published_at', '<=', v.now)
-  if (v.horizon !== undefined) q = q.where('post.sort_at', '<=', v.horizon)
+  if (v.visibleUntil !== undefined) q = q.where('post.sort_at', '<=', v.visibleUntil)
   if (v.creatorId !== undefined) q = q.where('post.creator_id', '=', v.creatorId)
   if (v.type !== undefined) q = q.where('post.type', '=', v.type as Post['type'])
   const tags = v.tags
@@ -157,19 +157,19 @@ type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
 // Reading by keys paid from an offset of about 100 on the public lists (SQLite, 10 k posts; at 1 M
 // from the first page); a creator's own list joins one person, and reading its rows directly stayed cheaper.
-const KEYED_FROM = 100
+const KEYS_FIRST_FROM = 100
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',
   keys: (db, v) => filterPosts(db.selectFrom('post'), v),
   rows: selectPosts,
-  deep: (v, page) => page.offset >= KEYED_FROM && v.creatorId === undefined
+  readsKeysFirst: (v, page) => page.offset >= KEYS_FIRST_FROM && v.creatorId === undefined
 })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
 
 /** v2's page: the posts after a position, in the default order, one more than asked (is there a next page?). */
-const postsAfter = compiledPerShape((db, _: undefined, v: PostFilterValues & { sortAt?: string, id?: string, limit: number }) => {
+const postsAfter = cachedStatementPerShape((db, _: undefined, v: PostFilterValues & { sortAt?: string, id?: string, limit: number }) => {
   let q = filterPosts(selectPosts(db).select('post.sort_at'), v)
   const { sortAt, id } = v
   if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
@@ -185,9 +185,9 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const values = filterValues(query, {}, clockMs())
   const counted = counterTotal(db, values) ?? (() => postList.count(db, values))
   const [rows, total] = await Promise.all([
-    // after a position, the index is entered there; the horizon as well would make SQLite enter it at the horizon
+    // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter(db, undefined, Object.assign({}, values, { horizon: after ? undefined : values.horizon, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 })),
+    postsAfter(db, undefined, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 })),
     counted()
   ])
   const more = rows.length > query.limit
@@ -301,8 +301,8 @@ async function inTransaction<T> (db: Executor, slug: string | null, work: (trx: 
   }
 }
 
-const insertPost = compiledPerShape((db, _: undefined, row: Insertable<PostTable> & Values) => db.insertInto('post').values(row))
-const insertTags = compiledPerShape((db, _: undefined, v: { postId: string, tags: string[] }) =>
+const insertPost = cachedStatementPerShape((db, _: undefined, row: Insertable<PostTable> & Values) => db.insertInto('post').values(row))
+const insertTags = cachedStatementPerShape((db, _: undefined, v: { postId: string, tags: string[] }) =>
   db.insertInto('post_tag').values(v.tags.map(tag => ({ post_id: v.postId, tag }))))
 
 async function writeTags (trx: Executor, postId: string, tags: string[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
@@ -47,7 +47,7 @@ export async function listReviews (db: Executor, postId: string, viewerId: strin
   return { items: rows.map(toReview), total }
 }
 
-const reviewOfPost = compiledOne((db, postId: string, reviewId: string) => selectReviews(db, postId).where('review.id', '=', reviewId))
+const reviewOfPost = cachedRowStatement((db, postId: string, reviewId: string) => selectReviews(db, postId).where('review.id', '=', reviewId))
 
 /** One review; a review of another post is 404 like a missing one. */
 export async function getReview (db: Executor, postId: string, reviewId: string, viewerId: string | undefined): Promise<Review> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compiledOne } from '../db/compiled.js'
+import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Selectable } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { ProductTable, ShopTable } from '../db/schema.js'
@@ -65,8 +65,8 @@ export async function listShops (db: Db, query: ShopListQuery, page: Page) {
   return { items: rows.map(toShop), total }
 }
 
-const shopById = compiledOne((db, shopId: string) => selectShops(db).where('shop.id', '=', shopId))
-const productInShop = compiledOne((db, productId: string, shopId: string) => db.selectFrom('product').selectAll()
+const shopById = cachedRowStatement((db, shopId: string) => selectShops(db).where('shop.id', '=', shopId))
+const productInShop = cachedRowStatement((db, productId: string, shopId: string) => db.selectFrom('product').selectAll()
   .where('id', '=', productId).where('shop_id', '=', shopId))
 
 export async function getShop (db: Db, shopId: string): Promise<Shop> {

@@ -6,7 +6,7 @@ import type { Db } from '../db/dialect.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime, writeTimeIso } from '../db/time.js'
-import { compiledOne, compiledOnce } from '../db/compiled.js'
+import { cachedRowStatement, cachedStatement } from '../db/statement-cache.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
 
@@ -24,7 +24,7 @@ export const invalidToken = () => new AppError('InvalidCredentials', 'the token 
 })
 
 // Read on every authenticated request: compiled once.
-const accountById = compiledOnce((db, id: string) => db.selectFrom('user')
+const accountById = cachedStatement((db, id: string) => db.selectFrom('user')
   .select(['id', 'username', 'email', 'is_creator', 'is_active', 'token_generation'])
   .where('id', '=', id))
 
@@ -133,8 +133,8 @@ export async function checkCredentials (db: Db, username: string, password: stri
   return { id: user.id, generation: Number(user.token_generation) }
 }
 
-const profileById = compiledOne((db, id: string) => selectProfile(db).where('profile.id', '=', id))
-const myProfileById = compiledOne((db, id: string) => selectProfile(db).select(['user.email', 'user.email_verified_at']).where('profile.id', '=', id))
+const profileById = cachedRowStatement((db, id: string) => selectProfile(db).where('profile.id', '=', id))
+const myProfileById = cachedRowStatement((db, id: string) => selectProfile(db).select(['user.email', 'user.email_verified_at']).where('profile.id', '=', id))
 
 export async function getProfile (db: Db, id: string): Promise<Profile> {
   const row = await profileById(db, id)

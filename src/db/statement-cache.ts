@@ -22,7 +22,7 @@ const SHAPES_PER_QUERY = 200
  * (an undefined or null value is not a placeholder: it is part of the shape, as is each list's length).
  * `keyOf` names a shape, distinctly for shapes that build different queries (JSON by default).
  */
-export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>, keyOf: (shape: S) => string = jsonKey): (db: Executor, shape: S, values: V) => Promise<R[]> {
+export function cachedStatementPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>, keyOf: (shape: S) => string = jsonKey): (db: Executor, shape: S, values: V) => Promise<R[]> {
   const entries = new Map<string, Entry<R>>()
   return async (db, shape, values) => {
     const key = shapeKey(isPostgres(db), keyOf(shape), values)
@@ -36,8 +36,8 @@ export function compiledPerShape<R, S, V extends Values> (build: (db: Db, shape:
   }
 }
 
-/** A query of one fixed shape whose values are its arguments, in order: `compiledOnce((db, id: string) => …)`. */
-export function compiledOnce<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R[]> {
+/** A query of one fixed shape whose values are its arguments, in order: `cachedStatement((db, id: string) => …)`. */
+export function cachedStatement<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R[]> {
   // The hot path of every read by key: no shape key, parameters straight from the arguments.
   const byDialect = new Map<boolean, { compiled: CompiledQuery<R>, slots: Array<{ arg: number } | { value: unknown }> }>()
   return async (db, ...args) => {
@@ -90,8 +90,8 @@ function compile<R, S, V extends Values> (db: Db, shape: S, values: V, build: (d
   return { compiled, slots }
 }
 
-/** compiledOnce for a read of one row at most (by key): the row, or undefined. */
-export function compiledOne<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R | undefined> {
-  const run = compiledOnce(build)
+/** cachedStatement for a read of one row at most (by key): the row, or undefined. */
+export function cachedRowStatement<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R | undefined> {
+  const run = cachedStatement(build)
   return async (db, ...args) => (await run(db, ...args))[0]
 }
