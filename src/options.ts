@@ -8,7 +8,7 @@ import type { Config } from '../plugins/config.js'
 import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens, trustFunction } from '../plugins/security.js'
 import { isCalendarDate, isLenientDateTime } from './db/time.js'
-import { stdoutLines } from './log-stream.js'
+import { stdoutLines } from './batched-log-writer.js'
 
 /**
  * The one options factory for production and tests: logging with redaction,

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import t from 'tap'
-import { TurnBatched } from '../src/log-stream.js'
+import { BatchedLineWriter } from '../src/batched-log-writer.js'
 
 const turn = () => new Promise(resolve => setImmediate(resolve))
 
 t.test('the lines of one event-loop turn go out in one write, in order; the next turn\'s in the next', async (t) => {
   const writes: string[] = []
-  const stream = new TurnBatched({ write: (text) => writes.push(text) })
+  const stream = new BatchedLineWriter({ write: (text) => writes.push(text) })
   stream.write('a\n')
   stream.write('b\n')
   stream.write('c\n')
@@ -24,7 +24,7 @@ t.test('the lines of one event-loop turn go out in one write, in order; the next
 
 // A child process logging through the real stdout: run with tsx, as the tests are.
 function child (script: string) {
-  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `import { stdoutLines } from './src/log-stream.ts'\n${script}`],
+  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `import { stdoutLines } from './src/batched-log-writer.ts'\n${script}`],
     { cwd: process.cwd(), env: { PATH: process.env.PATH }, stdio: ['pipe', 'pipe', 'inherit'] })
 }
 

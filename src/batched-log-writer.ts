@@ -5,7 +5,7 @@ import { pino } from 'pino'
  * together when the turn ends (setImmediate). Under load one write carries every line of a turn,
  * dozens of them; a quiet server's line goes out at the end of its turn.
  */
-export class TurnBatched {
+export class BatchedLineWriter {
   private lines: string[] = []
   private scheduled = false
 
@@ -29,7 +29,7 @@ export class TurnBatched {
   }
 }
 
-let stdout: TurnBatched | undefined
+let stdout: BatchedLineWriter | undefined
 
 /**
  * The process's stdout for pino, shared by every logger as they share fd 1: turn-batched, each
@@ -38,9 +38,9 @@ let stdout: TurnBatched | undefined
  * measures its growing buffer on every line, copying it each time, and gives each batch to the
  * thread pool: 2–6 µs a request more (bench/history/README.md, "the log sink").
  */
-export function stdoutLines (): TurnBatched {
+export function stdoutLines (): BatchedLineWriter {
   if (stdout === undefined) {
-    stdout = new TurnBatched(pino.destination({ dest: 1, sync: true }))
+    stdout = new BatchedLineWriter(pino.destination({ dest: 1, sync: true }))
     process.once('exit', stdout.flush)
   }
   return stdout
