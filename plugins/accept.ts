@@ -14,10 +14,8 @@ declare module 'fastify' {
 const OFFERS = [['application', 'json'], ['application', 'problem+json']] as const
 
 /**
- * 406 NotAcceptable when the request's `Accept` allows no JSON representation. Routes
- * that answer JSON (those with a response schema) are marked at start; routes that serve other
- * types (docs pages, /metrics) or negotiate themselves (media bytes) are left alone. No `Accept`,
- * `*\/*` and `application/json`, nearly every request, are let through by one string comparison.
+ * 406 NotAcceptable when `Accept` allows no JSON, on the routes that answer JSON (marked at start by
+ * their response schema); the usual headers (none, `*\/*`, `application/json`) pass on one comparison.
  */
 export default fp(async (fastify) => {
   fastify.addHook('onRoute', (route) => {

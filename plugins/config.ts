@@ -190,10 +190,8 @@ function isHostPort (value: string): boolean {
 
 let envAjv: Ajv | undefined
 /**
- * env-schema's own Ajv options with our formats, one instance for every load (it compiles the
- * schema once). Our schema is a constant that test/schemas.test.ts checks against the
- * meta-schema, so it is not checked again at each start: that compiled the meta-schema, and
- * a second Ajv per load, about a twentieth of a start.
+ * env-schema's own Ajv options with our formats, one instance for every load. The schema is a
+ * constant that test/schemas.test.ts checks against the meta-schema, so no start checks it again.
  */
 function envValidator (): Ajv {
   if (envAjv) return envAjv

@@ -14,12 +14,9 @@ const MEDIA_TYPE = /^([a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+)(?:; ?charset="?utf
 const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,./:=?-]{1,70})$/i
 
 /**
- * The content-type rule: a request that carries a body must say application/json,
- * or, on a route that names its own list in `config.contentTypes`, one of those; anything else
- * is 415 before parsing. A multipart type counts only with a boundary. It runs at preParsing,
- * after the route's onRequest hooks, so a missing token is 401 before a body is judged.
- * The check is strict on the header's shape, so odd variants can never reach a parser
- * whose body skips validation.
+ * A body must be application/json, or one of the route's `config.contentTypes` (multipart with a
+ * boundary): 415 otherwise. At preParsing, so a missing token is 401 before a body is judged; strict
+ * on the header's shape, so no odd variant reaches a parser whose body skips validation.
  */
 export default fp(async (fastify) => {
   // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.

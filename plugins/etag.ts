@@ -18,10 +18,7 @@ declare module 'fastify' {
   }
 }
 
-/**
- * The strong ETag of a representation: a hash of the bytes the API sends. The one-shot `hash`
- * makes no Hash object: half the time of createHash's three calls on a post (bench/history/README.md).
- */
+/** The strong ETag of a representation: a hash of the bytes the API sends (one-shot `hash`: no Hash object). */
 export function etagOf (bytes: string): string {
   return `"${hash('sha256', bytes, 'base64url').slice(0, 27)}"`
 }

@@ -36,11 +36,9 @@ export class Series {
 }
 
 /**
- * A Prometheus histogram whose series the caller finds by its own key (`GET 200 /v1/posts`),
- * so an observation is a map lookup, a bucket search and three additions. prom-client's
- * Histogram validates and hashes the label set on every observation, its labelled children
- * too: about 1 µs, paid once per request and once per query. prom-client's registry still
- * renders it, from get(), in the same text as its own histograms.
+ * A Prometheus histogram whose series the caller finds by its own key (`GET 200 /v1/posts`): an
+ * observation hashes no label set. prom-client's registry renders it from get() like its own.
+ * Why: docs/decisions/0007-request-histogram.md
  */
 export class KeyedHistogram {
   readonly type = 'histogram'

@@ -46,13 +46,9 @@ export function queryOperation (node: RootOperationNode, sql: string): string {
 }
 
 /**
- * Prometheus metrics: one request-duration histogram by route template, method and status
- * (so average time is sum/count), process and event-loop metrics, and what an operator alerts
- * on: database pool and query durations, refusals (rate limit, load shedding); the outbox adds
- * its own. Gauges are read at scrape time (collect), so requests pay nothing for them.
- * GET /metrics takes an optional bearer token (METRICS_TOKEN) and address allowlist
- * (METRICS_ALLOW), METRICS_RATE_LIMIT_MAX scrapes a minute per client, and shows the Node.js
- * version only with METRICS_RUNTIME_INFO=true.
+ * Prometheus metrics: request durations by route template, method and status; process, pool and
+ * query metrics; refusals (rate limit, load shedding). Gauges are read at scrape time, never per
+ * request. GET /metrics is guarded by METRICS_TOKEN and METRICS_ALLOW, and rate-limited.
  */
 export default fp<MetricsOptions>(async (fastify, opts) => {
   // Defaults when built without the config plugin (a plugin tested alone).
@@ -63,13 +59,12 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
   await fastify.register(metricsModule.default, {
     endpoint: null, // ours below: protected, rate-bounded, and rendered from this registry alone
     defaultMetrics: { enabled: true, register: registry },
-    // The request histogram is ours (below): fastify-metrics' own keeps two timers per request
-    // in a WeakMap and hashes the labels on every observation, a tenth of a small request's cost.
+    // The request histogram is ours (below). Why: docs/decisions/0007-request-histogram.md
     routeMetrics: { enabled: false }
   })
 
-  // Request and query durations: observed on every request and query, so a keyed histogram (./histogram.ts).
-  // Bounded: routes are templates, and every unknown URL shares `__unknown__`.
+  // Request and query durations, in keyed histograms (./histogram.ts). Bounded: routes are
+  // templates, and every unknown URL shares `__unknown__`.
   const requests = new KeyedHistogram('http_request_duration_seconds', 'request duration in seconds',
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registry)
   fastify.addHook('onResponse', (request, reply, done) => {
@@ -148,7 +143,6 @@ function sharedRendering (registry: promClient.Registry, cacheMs: number): () =>
     return rendered.text
   }
 }
-
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 

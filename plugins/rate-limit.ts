@@ -29,7 +29,6 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
 
 type Checked = { isAllowed: true } | { isAllowed: false, isExceeded: boolean, max: number, ttl: number, ttlInSeconds: number }
 
-
 /**
  * RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW per client IP, counted in memory or,
  * with REDIS_URL, in Redis so that every instance behind the balancer shares one count.

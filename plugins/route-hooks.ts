@@ -4,7 +4,8 @@ type RouteHookName = 'preHandler' | 'preSerialization' | 'onSend'
 
 /**
  * Adds a hook to one route, after the route's own (call it from an onRoute hook): a plugin whose
- * work only some routes need (ETags, idempotency) attaches it to those, so no other request pays for it.
+ * work only some routes need (ETags, idempotency) attaches it to those alone.
+ * Why: docs/decisions/0008-per-route-hooks.md
  */
 export function addRouteHook (route: RouteOptions, name: RouteHookName, hook: unknown): void {
   const current = route[name] as unknown

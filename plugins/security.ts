@@ -33,8 +33,7 @@ const keyOf = (part: string) => { const eq = part.indexOf('='); return eq === -1
 
 /**
  * One `name=value` part of a query: is its name, decoded as URLSearchParams decodes it, a token
- * parameter? Only a name with `%`, `+` or `?` can decode to another: the rest skip the decoder
- * (it was the costliest step of every logged request with a query).
+ * parameter? Only a name with `%`, `+` or `?` can decode to another, so only those are decoded.
  */
 function isTokenKey (part: string): boolean {
   const raw = keyOf(part)

@@ -33,11 +33,9 @@ declare module 'fastify' {
 const UNTRACED = /^\/(metrics|health)(\?|$)/
 
 /**
- * OpenTelemetry tracing, registered by the app only when an OTLP endpoint is configured (else
- * nothing here is even loaded). @fastify/otel makes a SERVER span per request named by its
- * route template, parented to an incoming W3C `traceparent`/`tracestate`, and a child span
- * for the handler; database queries and outbox deliveries add their own spans; every log line
- * of a traced request carries `trace_id` and `span_id`.
+ * OpenTelemetry tracing, loaded only when an OTLP endpoint is set: a SERVER span per request
+ * (@fastify/otel, parented to an incoming `traceparent`) with a handler child, spans for queries
+ * and outbox deliveries, and `trace_id`/`span_id` on every log line of a traced request.
  */
 export default fp<TracingOptions>(async (fastify, opts) => {
   const { config } = fastify
@@ -91,10 +89,10 @@ export default fp<TracingOptions>(async (fastify, opts) => {
     })
   })
 
-  // A span per query inside a traced request or delivery (parent: the active span); queries
-  // outside one (health checks, the outbox's idle polls) are not traced.
   // The app's database is DATABASE_URL's: its scheme names the system.
   const system = config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
+  // A span per query inside a traced request or delivery (parent: the active span); queries
+  // outside one (health checks, the outbox's idle polls) are not traced.
   const onQuery = (message: unknown) => {
     const { db, event } = message as QueryMessage
     if (db !== fastify.db) return

@@ -50,9 +50,8 @@ export default fp(async (fastify) => {
     healthCheckInterval: HEALTH_CHECK_MS,
     pressureHandler: async (request: FastifyRequest, _reply, type, value) => {
       if (request.routeOptions.config?.pressure === false) return
-      // A sample without a single tick reads as infinite delay, and samples taken while the app
-      // booted (migrations, compiling schemas) measure the boot, not load: judge the other signals
-      // (under-pressure stops at the first one it finds).
+      // An infinite delay (no tick in a sample) or one sampled during the boot is not load: judge
+      // the signals under-pressure would check after this one.
       if (type === underPressure.TYPE_EVENT_LOOP_DELAY && (!Number.isFinite(value) || Date.now() - readyAt < 2 * SAMPLE_MS)) {
         const usage = fastify.memoryUsage()
         if (!healthy) type = underPressure.TYPE_HEALTH_CHECK
