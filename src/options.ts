@@ -18,16 +18,14 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
   return {
     logger: {
       level: config.LOG_LEVEL,
-      // stdout in batches, one write per event-loop turn (./log-stream.ts), not one a line
+      // stdout in batches. Why: docs/decisions/0006-batched-log-writes.md
       ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: stdoutLines() }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
       // a token sent in the query (refused, 400) never reaches a log.
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
-      // Explicit paths for the shapes that are logged, not wildcards (they cost more than the rest
-      // of a request line): a headers object, @fastify/multipart's `busboyOptions.headers` (at trace,
-      // per upload). No `req.*` path: the serializer above is the rule for `req`, and a path there
-      // would clone every request line's `req` (a micro-second a line) for headers it never holds.
-      // The suite-wide log scan in `npm test` catches any shape missed here.
+      // Explicit paths for the shapes that are logged (a headers object, @fastify/multipart's
+      // `busboyOptions.headers`), as wildcards are dear. None under `req`: its serializer above is its
+      // rule, and a path there would clone every request line. `npm test`'s log scan catches a missed shape.
       redact: {
         paths: ['headers.authorization', 'headers.cookie',
           'busboyOptions.headers.authorization', 'busboyOptions.headers.cookie', 'password', 'body.password',
@@ -84,10 +82,8 @@ const PRETTY = {
 }
 
 /**
- * One log line per request at info, written when the answer has gone, with the method, url,
- * status and time together (Fastify's default is two lines, and the url only on the first; at
- * thousands of requests a second the second line is a tenth of the work). The arrival is logged
- * at debug, for following a request that never finishes.
+ * One log line per request at info, written when the answer has gone, with the method, url, status
+ * and time together (Fastify writes two); the arrival is logged at debug, for a request that never finishes.
  */
 class OneLinePerRequest extends LogController {
   incomingRequest (request: FastifyRequest): void {
@@ -170,9 +166,8 @@ function validatorFactory (config: Config) {
 type Validate = ((data: unknown, context?: any) => unknown) & { errors?: unknown, schemaEnv?: unknown }
 
 /**
- * Compiling every route's validators and serializers was most of the start-up time (about two
- * seconds for ~70 routes): with SCHEMA_COMPILE=lazy each one is compiled on its first use.
- * `eager` compiles all at start (a test does, to prove every schema compiles).
+ * With SCHEMA_COMPILE=lazy each route's validator and serializer is compiled on first use, as
+ * compiling them all is most of a start; `eager` compiles all at start (a test does, to prove they compile).
  */
 function lazy<R> (compile: (route: R) => Validate) {
   return (route: R): Validate => {
