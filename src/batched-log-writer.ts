@@ -1,9 +1,8 @@
 import { pino } from 'pino'
 
 /**
- * A log stream written once per event-loop turn: the lines a turn logs are joined and handed on
- * together when the turn ends (setImmediate). Under load one write carries every line of a turn,
- * dozens of them; a quiet server's line goes out at the end of its turn.
+ * Writes the lines one event-loop turn logs together, when the turn ends (setImmediate).
+ * Why: docs/decisions/0006-batched-log-writes.md
  */
 export class BatchedLineWriter {
   private lines: string[] = []
@@ -32,11 +31,8 @@ export class BatchedLineWriter {
 let stdout: BatchedLineWriter | undefined
 
 /**
- * The process's stdout for pino, shared by every logger as they share fd 1: turn-batched, each
- * batch written synchronously by pino's sonic-boom (which finishes partial writes and retries a
- * full pipe); on exit what is left is written. sonic-boom's own batching (async, minLength)
- * measures its growing buffer on every line, copying it each time, and gives each batch to the
- * thread pool: 2–6 µs a request more (bench/history/README.md, "the log sink").
+ * The process's stdout for pino, one for every logger as they share fd 1: each batch written
+ * synchronously by sonic-boom (it finishes partial writes), and what is left written at exit.
  */
 export function stdoutLines (): BatchedLineWriter {
   if (stdout === undefined) {

@@ -170,9 +170,8 @@ t.test('timestamps written as ISO text read back to the output format on both di
 })
 
 if (dialect === 'sqlite') {
-  // A bare `limit ?` makes SQLite prepare the statement again on every run (its planner reads the
-  // bound value); `limit +?` is the same number to it, read at run time. bench/history/README.md
-  // measures it ("a LIMIT SQLite prepared again on every run").
+  // A bare `limit ?` makes SQLite prepare the statement again on every run; `limit +?` is the same
+  // number, read at run time. Why: docs/decisions/0003-sqlite-driver.md
   t.test('SQLite gets every LIMIT as an expression, and it limits as a bound LIMIT does', async (t) => {
     const db = await openDb(t)
     for (let i = 0; i < 5; i++) await insertUser(db, `l${i}`, { is_active: true, is_creator: false })

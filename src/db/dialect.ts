@@ -19,9 +19,8 @@ function loadPg (): typeof pg {
     // pg parses DATE into a local-midnight Date and bigint into a string; we want the text and a number.
     pgDriver.types.setTypeParser(1082, (v: string) => v)
     pgDriver.types.setTypeParser(20, (v: string) => Number(v))
-    // timestamptz as the ISO text SQLite gives back, so both dialects hand the domain one form: in a UTC
-    // session (set below) it is cut from the text, not parsed into a Date and formatted back (30 of
-    // each on a list page). Another zone still reads right, through pg's own parser.
+    // timestamptz as the ISO text SQLite gives back, so the domain sees one form: cut from the text
+    // in a UTC session (set below), through pg's own parser in any other zone.
     const parseDate = pgDriver.types.getTypeParser(1184) as (v: string) => Date
     pgDriver.types.setTypeParser(1184, (v: string) => isoFromUtcTimestampText(v) ?? isoOf(parseDate(v), v))
   }
@@ -54,12 +53,9 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
       max: opts.poolSize ?? 10,
       options: opts.schema ? `-c search_path=${opts.schema}` : undefined
     })
-    // An idle client that loses its server must not crash the process; the next query reconnects.
+    // A client that loses its server emits 'error', which unheard would kill the process; its query
+    // still fails (503) and the pool replaces it. Each session runs in UTC for the parser above.
     pool.on('error', () => {})
-    // A checked-out client whose server goes away emits 'error' too; unheard, that kills the process.
-    // Its query still fails (→ 503) and pg-pool discards the broken client on release.
-    // The session in UTC: timestamptz then comes back as text the parser above only cuts. Queued
-    // before any query of the client's; if it fails, the parser's fallback still reads other zones.
     pool.on('connect', (client) => {
       client.on('error', () => {})
       client.query('set time zone \'UTC\'').catch(() => {})
@@ -80,10 +76,9 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
 }
 
 /**
- * SQLite (3.53 here) reads a LIMIT that is a bare bound parameter while planning, and so marks
- * the statement to be prepared again whenever that parameter is bound: every run of every page.
- * `limit +?` is the same number to SQLite but an expression the planner leaves alone, so a
- * cached statement stays prepared (a list page's statement: about 70 against 52 µs, bench/history/README.md).
+ * SQLite prepares a statement again whenever a bare `limit ?` is bound; `limit +?` is the same
+ * number, so a cached page statement stays prepared.
+ * Why: docs/decisions/0003-sqlite-driver.md
  */
 class LimitAsExpression extends SqliteQueryCompiler {
   protected override visitLimit (node: LimitNode): void {
@@ -108,12 +103,9 @@ class RojaSqliteDialect extends SqliteDialect {
 }
 
 /**
- * Kysely's SQLite driver, but for how the one connection is handed on. better-sqlite3 has one
- * connection, so a query waits while another query or a transaction holds it. Kysely's own lock
- * wakes every waiter at each release (all await one promise; all but one then wait again): with
- * 50 requests waiting, 50 resumptions a query. Here the waiters queue and each is woken once, in
- * the order they came, and the holder hands the connection straight to the next, so none barges in.
- * Transactions and savepoints are Kysely's (they only run statements on the connection given).
+ * Kysely's SQLite driver, but the one connection goes to its waiters in the order they came, each
+ * woken once, where Kysely's lock wakes them all.
+ * Why: docs/decisions/0003-sqlite-driver.md
  */
 class SqliteQueueDriver extends SqliteDriver {
   readonly #connection: SqliteStatementConnection
@@ -148,11 +140,9 @@ class SqliteQueueDriver extends SqliteDriver {
 export const PREPARED_STATEMENTS_MAX = 500
 
 /**
- * The connection: prepared statements kept by SQL text. Kysely prepares every query anew, and
- * preparing was a sixth of the list route's CPU (bench/history/README.md); reusing them is safe, as one
- * query at a time runs on the connection. Least recently used statements go first past
- * PREPARED_STATEMENTS_MAX. better-sqlite3 cannot bind booleans: they are bound as 0/1 here, so domain
- * code stays dialect-free (a query-tree plugin did this before, at a cost on every query).
+ * The connection, keeping prepared statements by SQL text (least recently used go first), safe as
+ * one query runs at a time; booleans bound as 0/1, as better-sqlite3 needs, so domain code stays dialect-free.
+ * Why: docs/decisions/0004-prepared-statements.md
  */
 class SqliteStatementConnection implements DatabaseConnection {
   readonly #statements = new Map<string, SQLite.Statement>()
@@ -220,13 +210,9 @@ class PreparingPostgresDriver extends PostgresDriver {
 }
 
 /**
- * A statement that takes values runs as a named prepared statement: PostgreSQL parses it once per
- * connection, and its own rule (plan_cache_mode auto) keeps a generic plan only where that plan
- * costs no more than the first five runs' plans for their values. A read by key does: a post read
- * cost PostgreSQL about 90 µs of CPU against 480 unprepared (bench/history/README.md). A list page,
- * whose LIMIT and OFFSET are values, stays planned for its values. One name per SQL text and
- * database; past PREPARED_STATEMENTS_MAX texts the rest run unprepared, so no connection holds
- * more than that many. Statements without values (begin, commit, DDL) run as before.
+ * A statement that takes values runs prepared, one name per SQL text; past PREPARED_STATEMENTS_MAX
+ * texts, and without values (begin, commit), statements run unprepared.
+ * Why: docs/decisions/0004-prepared-statements.md
  */
 class StatementNames {
   readonly #names = new Map<string, string>()

@@ -13,13 +13,12 @@ export type Values = Record<string, string | number | boolean | null | undefined
 const SHAPES_PER_QUERY = 200
 
 /**
- * A query built and compiled once per shape and dialect, then run with new values: for a
- * primary-key read or a list page, building and compiling cost more than running the query.
+ * A query built and compiled once per shape and dialect, then run with each call's values.
+ * Why: docs/decisions/0005-statement-shapes.md
  *
- * `build` gets the shape as it is and the values as placeholders; it must use every defined
- * value as a value of the query, exactly where it goes and untransformed (compiling checks each
- * is there), and decide the query's structure from the shape and from which values are defined
- * (an undefined or null value is not a placeholder: it is part of the shape, as is each list's length).
+ * `build` gets the shape and the values as placeholders: it must use every defined value untransformed
+ * as a value of the query (compiling checks), and take the query's structure only from the shape and
+ * which values are defined (null and undefined are part of the shape, as is each list's length).
  * `keyOf` names a shape, distinctly for shapes that build different queries (JSON by default).
  */
 export function cachedStatementPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>, keyOf: (shape: S) => string = jsonKey): (db: Executor, shape: S, values: V) => Promise<R[]> {

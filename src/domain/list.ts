@@ -64,11 +64,9 @@ function applySort<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB
 type Filtered<V, O> = (db: Db, values: V) => SelectQueryBuilder<Database, any, O>
 
 /**
- * A list whose filters need only its own table, and whose rows join others (people embedded in
- * posts). A deep page (`readsKeysFirst`) finds its keys first on the table alone (`keys`: sorted, limited,
- * offset) and then reads those rows (`rows`), so the rows the offset skips are read in the index,
- * never fetched and joined. A shallow page reads its rows directly, which costs less when few rows
- * are skipped. The count reads the table alone too.
+ * A list whose filters need only its own table and whose rows join others: a deep page finds its
+ * keys on the table alone, so the rows its offset skips are never joined, then reads those rows.
+ * Why: docs/decisions/0009-deep-pages-by-key.md
  */
 export interface KeysFirst<V> {
   /** the table's primary key, as the selects name it (`post.id`) */
@@ -77,7 +75,7 @@ export interface KeysFirst<V> {
   keys: (db: Db, values: V) => SelectQueryBuilder<Database, any, unknown>
   /** the select of the rows shown, joins included, without filters: the page adds the keys and the sort */
   rows: (db: Db) => SelectQueryBuilder<Database, any, unknown>
-  /** whether this page reads by keys */
+  /** whether this page reads its keys first (a shallow page reads its rows directly, for less) */
   readsKeysFirst: (values: V, page: Page) => boolean
 }
 
@@ -93,10 +91,8 @@ export interface CompiledList<V extends Values, O> {
 
 /**
  * A list, written once: `filtered` gives its select with the filters the defined values call for
- * (no order, no paging, no GROUP BY: the count would count groups). Page and count are built and
- * compiled once per shape (which filters, which sort) and run with each request's values; the
- * values reach `filtered` as placeholders (src/db/statement-cache.ts), so structure comes only from
- * which of them are defined. With `keysFirst`, a deep page reads its rows by their keys (see KeysFirst).
+ * (no order, no paging, no GROUP BY: the count would count groups). Page and count are cached per
+ * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
   const pageOf = cachedStatementPerShape((db, { sort, byKeys }: { sort: SortKey[], byKeys: boolean }, values: V & { limit: number, offset: number }) => {
@@ -111,7 +107,7 @@ export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, key
     count,
     page: async (db, values, sort, page, total) => {
       const [rows, counted] = await Promise.all([
-        // Object.assign, not a spread: V8 (Node 20) clones by its slow path when a spread gains keys (2.4 µs against 0.1)
+        // Object.assign, not a spread that gains keys (V8's slow path). Why: docs/decisions/0005-statement-shapes.md
         pageOf(db, { sort, byKeys: keysFirst?.readsKeysFirst(values, page) ?? false }, Object.assign({}, values, { limit: page.limit, offset: page.offset })) as Promise<O[]>,
         total ? total() : count(db, values)
       ])

@@ -115,11 +115,9 @@ interface PostFilterValues extends Values {
 type PostFilters = Pick<PostListQuery, 'type' | 'tags' | 'creator_id'>
 
 /**
- * A visible post's sort_at is at most the time of its last write (or its published_at, which has
- * come), so it is never ahead of the clock that reads it; the public lists read post_sort_at_idx
- * from `now` plus this slack down instead of walking past every scheduled post at the index's
- * head (5 000 at 1 M posts). The day covers other instances' clocks: NTP skew, and writeTimeIso
- * running ahead under bursts of writes. Scheduled posts within the day are still walked past.
+ * A visible post's sort_at is never ahead of the clock, so the public lists enter post_sort_at_idx
+ * at now plus this slack, past the scheduled posts at its head; the day covers other instances'
+ * clocks (NTP skew, writeTimeIso running ahead). Why: docs/decisions/0009-deep-pages-by-key.md
  */
 export const VISIBLE_SORT_AT_SLACK_MS = 86_400_000
 
@@ -135,10 +133,7 @@ function filterValues (query: PostFilters | CreatorPostListQuery, scope: PostSco
   }
 }
 
-/**
- * The filters of every post list (v1 and v2): visibility, creator, type, tags. They read the post
- * table alone, so a deep v1 page finds its posts' keys without the joins (compiledList's KeysFirst).
- */
+/** The filters of every post list (v1 and v2): visibility, creator, type, tags, on the post table alone (KeysFirst). */
 function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: PostFilterValues): Q {
   let q = query as unknown as PostQuery
   if (v.now !== undefined) q = q.where('post.published_at', '<=', v.now)
@@ -155,8 +150,8 @@ function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q
 }
 type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
-// Reading by keys paid from an offset of about 100 on the public lists (SQLite, 10 k posts; at 1 M
-// from the first page); a creator's own list joins one person, and reading its rows directly stayed cheaper.
+// Where reading keys first starts to pay on the public lists; a creator's own list stays cheaper read directly.
+// Why: docs/decisions/0009-deep-pages-by-key.md
 const KEYS_FIRST_FROM = 100
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',

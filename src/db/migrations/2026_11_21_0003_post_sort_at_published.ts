@@ -1,12 +1,9 @@
 import type { Kysely } from 'kysely'
 
 /**
- * post_sort_at_idx gains published_at as a third key column. Scheduled posts have a sort_at in
- * the future, so they sit at the head of the index and every first page walked past them with
- * a table lookup each (at 1 M posts with 5 000 scheduled, 46 req/s on SQLite). With published_at
- * in the index, `published_at <= now` is checked on the index entry itself, and the page reads
- * only the rows it returns. The order (sort_at desc, id desc) and the name stay, so keyset
- * cursors and the plans in bench/history/README.md are unchanged.
+ * post_sort_at_idx gains published_at as a third key column, so the scheduled posts at its head
+ * are passed over on the index entry, not looked up row by row. The order and the name stay, so
+ * keyset cursors are unchanged. Why: docs/decisions/0009-deep-pages-by-key.md
  */
 export async function up (db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('post_sort_at_idx').execute()

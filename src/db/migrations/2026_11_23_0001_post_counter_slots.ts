@@ -24,12 +24,11 @@ export function postCounterAdd (nextSlot: string): string {
 }
 
 /**
- * No write waits on another writer's counter row. data_version (one row every post write
- * updated) is dropped with the cache it served, and post_counter becomes a set of slots per type,
- * summed on read: a PostgreSQL writer adds to a slot no other open transaction holds
- * (FOR UPDATE SKIP LOCKED) and opens a new slot when all are held, so concurrent writers never
- * queue on one row. The rule stays one sentence: the sum of a type's slots is the number of its
- * posts with a published_at, in every snapshot.
+ * post_counter becomes slots per type whose sum is the number of the type's posts with a
+ * published_at, in every snapshot: a PostgreSQL writer adds to a slot no other open transaction
+ * holds (FOR UPDATE SKIP LOCKED), or opens one, so writers never queue on one row. data_version,
+ * one row every post write updated, goes with the cache it served.
+ * Why: docs/decisions/0010-post-counter-slots.md
  */
 export async function up (db: Kysely<any>): Promise<void> {
   await dataVersion.down(db)

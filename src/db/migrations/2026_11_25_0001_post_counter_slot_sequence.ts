@@ -3,12 +3,9 @@ import { isPostgres } from '../dialect.js'
 import { NEXT_SLOT_BY_MAX, postCounterAdd } from './2026_11_23_0001_post_counter_slots.js'
 
 /**
- * A new post_counter slot takes its number from a sequence. Numbered max(slot) + 1, two writers
- * that found every slot held at the same moment chose the same number (neither sees the other's
- * uncommitted slot), and the second waited on the first's unique-index entry until it committed:
- * a queue while the slots grew to the number of concurrent writers, seen as lock waits in a fresh
- * database's first writes (bench/history/README.md, "lock waits"). nextval gives every writer its own
- * number and never waits. SQLite lets one writer in at a time and keeps one slot per type: nothing to do.
+ * A new post_counter slot takes its number from a sequence: with max(slot) + 1, two writers that
+ * found every slot held chose the same number and the second waited on the first; nextval never
+ * waits. SQLite keeps one slot per type: nothing to do. Why: docs/decisions/0010-post-counter-slots.md
  */
 export async function up (db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) return
