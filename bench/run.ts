@@ -310,7 +310,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
   if (WARMUP > 0) for (const target of targets) await cannon(target, WARMUP, 1000)
   const runs: Record<string, Sample[]> = Object.fromEntries(targets.map(t => [t.name, []]))
   for (let run = 0; run < RUNS; run++) {
-    // Every other round in reverse: a slot's place in the round moved its figures by 5–10 % (bench/history/README.md)
+    // Every other round in reverse: a slot's place in the round moved its figures by 5–10 % (bench/README.md, method)
     for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
@@ -638,7 +638,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
       // Two more with DATABASE_POOL_SIZE=5: the pair then holds as many connections as one instance
-      // (the sizing README advises), shown beside the verdict, which is on the default settings.
+      // (as docs/operations.md advises for DATABASE_POOL_SIZE), shown beside the verdict, which is on the default settings.
       // And the baseline's pair, on the same database: what a second instance of the hand-written
       // server gains on the same machine, shown beside the verdict (which is Roja's own ratio).
       const [a, b, c, d, e, f] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url)),

@@ -2,7 +2,7 @@ import { DATE_TIME_PATTERN } from '../../schemas/common.js'
 import { problems } from '../../schemas/problems.js'
 
 /**
- * The API conventions (README, API conventions) as pure rules over the live route table and the
+ * The API conventions (docs/api.md) as pure rules over the live route table and the
  * database's tables. Each rule returns findings; an empty list means the convention holds.
  */
 
