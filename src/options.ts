@@ -7,7 +7,7 @@ import { LogController, type FastifyReply, type FastifyRequest, type FastifyServ
 import type { Config } from '../plugins/config.js'
 import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens, trustFunction } from '../plugins/security.js'
-import { isCalendarDate, isLenientDateTime } from './db/time.js'
+import { isCalendarDate, isLenientDateTime } from './db/date-time-format.js'
 import { stdoutLines } from './batched-log-writer.js'
 
 /**

@@ -5,7 +5,7 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { writeTimeIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/clock.js'
 import { main } from '../src/cli.js'
 
 const run = promisify(execFile)

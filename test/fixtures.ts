@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { hashPassword } from '../src/domain/passwords.js'
 import { queueVerificationEmail, VERIFICATION_SUBJECT } from '../src/domain/email-verification.js'
-import { writeTimeIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/clock.js'
 
 export const PASSWORD = 'correct horse battery staple'
 let cachedHash: Promise<string> | undefined

@@ -17,7 +17,7 @@ import { build, dialect } from './helper.js'
 import { createCreator, createUser, type TestUser } from './fixtures.js'
 import { createAjv } from '../src/options.js'
 import { Gen, MALFORMED_IDS, operationsOf, seed, type Schema } from './contract.js'
-import { isLenientDateTime } from '../src/db/time.js'
+import { isLenientDateTime } from '../src/db/date-time-format.js'
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12)
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { SMTPServer } from 'smtp-server'
 import type { Test } from 'tap'
-import { writeTimeIso } from '../src/db/time.js'
+import { writeTimeIso } from '../src/db/clock.js'
 
 /** Test helpers for e-mail: a real SMTP server on loopback, and posts put straight into the database. */
 

@@ -8,7 +8,7 @@ import {
   type Transaction, PostgresAdapter, PostgresDialect, PostgresDriver, SqliteDialect, type SqliteDatabase, SqliteDriver, SqliteQueryCompiler
 } from './kysely.js'
 import type { Database } from './schema.js'
-import { isoFromUtcTimestampText } from './time.js'
+import { isoFromUtcTimestampText } from './date-time-format.js'
 
 // Each driver is loaded only for the dialect in use: an instance carries one of them, not both.
 const require = createRequire(import.meta.url)

@@ -7,7 +7,8 @@ import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedLi
 import type { Db } from '../db/dialect.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import type { ChapterTable, LessonTable } from '../db/schema.js'
-import { formatDateTime, writeTimeIso } from '../db/time.js'
+import { formatDateTime } from '../db/date-time-format.js'
+import { writeTimeIso } from '../db/clock.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { getPost, isVisible } from './posts.js'
 

@@ -1,6 +1,6 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
 import type { Db, Executor } from '../db/dialect.js'
-import { writeTimeIso } from '../db/time.js'
+import { writeTimeIso } from '../db/clock.js'
 import { AppError } from '../../schemas/problems.js'
 import { enqueueEmail } from './outbox.js'
 

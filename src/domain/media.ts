@@ -8,7 +8,8 @@ import type { ByteRange, MediaStorage } from './storage.js'
 import type { Media } from '../../schemas/media.js'
 import type { Db } from '../db/dialect.js'
 import type { MediaTable } from '../db/schema.js'
-import { formatDateTime, writeTimeIso } from '../db/time.js'
+import { formatDateTime } from '../db/date-time-format.js'
+import { writeTimeIso } from '../db/clock.js'
 
 export type MediaRow = Selectable<MediaTable>
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import { isPostgres, type Db, type Executor } from '../db/dialect.js'
 import type { OutboxMessageTable } from '../db/schema.js'
-import { writeTimeIso, clockMs, toDate } from '../db/time.js'
+import { toDate } from '../db/date-time-format.js'
+import { writeTimeIso, clockMs } from '../db/clock.js'
 
 export type OutboxMessage = Selectable<OutboxMessageTable>
 

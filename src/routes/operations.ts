@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../schemas/common.js'
 import { Health, Version } from '../../schemas/operations.js'
 import { API_VERSIONS } from '../../plugins/openapi.js'
-import { PACKAGE_VERSION } from '../meta.js'
+import { PACKAGE_VERSION } from '../package-info.js'
 
 /** /health and /version: unversioned, public, cheap. */
 const operations: FastifyPluginAsyncTypebox = async (fastify) => {

@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv'
 import t from 'tap'
 import { ListQuery, LIMIT_MAX } from '../../schemas/common.js'
-import { isLenientDateTime, parseDateTimeInput } from '../../src/db/time.js'
+import { isLenientDateTime, parseDateTimeInput } from '../../src/db/date-time-format.js'
 import { AppError } from '../../schemas/problems.js'
 import { pageOrCount, parseSort } from '../../src/domain/list.js'
 import { assertOwner } from '../../src/domain/ownership.js'

@@ -3,7 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { writeTimeIso } from '../../../src/db/time.js'
+import { writeTimeIso } from '../../../src/db/clock.js'
 
 async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE', publishedAt?: string | null) {
   const id = randomUUID()

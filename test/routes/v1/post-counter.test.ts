@@ -7,7 +7,7 @@ import { createCreator, createUser } from '../../fixtures.js'
 import { createPost, setup } from '../../post-fixtures.js'
 import { countPublishedPosts } from '../../../src/domain/post-counter.js'
 import { seed } from '../../../scripts/seed.js'
-import { writeTimeIso } from '../../../src/db/time.js'
+import { writeTimeIso } from '../../../src/db/clock.js'
 
 const FUTURE = '2099-01-01T00:00:00Z'
 const PAST = '2020-01-01T00:00:00Z'

@@ -1,4 +1,4 @@
-/** One place for the date-time rules: output in UTC as YYYY-MM-DDTHH:MM:SS+0000, lenient RFC 3339 input. */
+/** The date-time formats, in one place: output in UTC as YYYY-MM-DDTHH:MM:SS+0000, lenient RFC 3339 input. */
 
 /** `YYYY-MM-DDTHH:MM:SS+0000`: UTC, colon-less offset, no fraction. */
 export function formatDateTime (value: Date | string): string {
@@ -30,29 +30,6 @@ export function isoFromUtcTimestampText (text: string): string | undefined {
 /** A column value (ISO text on both dialects; a Date where a caller has one) as a Date. */
 export function toDate (value: Date | string): Date {
   return value instanceof Date ? value : new Date(value)
-}
-
-let lastMs = 0
-
-/**
- * The time of a write, as ISO text: it ADVANCES the clock, strictly increasing within the
- * process, so rows written in the same millisecond still sort in the order they were written
- * ("as added", newest first). It runs ahead of real time only while writes come faster than
- * one per millisecond. Reads use clockMs/clockIso, which never advance it.
- */
-export function writeTimeIso (): string {
-  lastMs = Math.max(Date.now(), lastMs + 1)
-  return new Date(lastMs).toISOString()
-}
-
-/** Now on the same clock as writeTimeIso, without advancing it: compare stored times against this. */
-export function clockMs (): number {
-  return Math.max(Date.now(), lastMs)
-}
-
-/** clockMs as ISO text, for reads: a read must not advance the clock (at thousands of reads a second it would run ahead). */
-export function clockIso (): string {
-  return new Date(clockMs()).toISOString()
 }
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$/
