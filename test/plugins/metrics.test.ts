@@ -19,11 +19,14 @@ async function buildWithRoute (t: Test, env: Record<string, string> = {}): Promi
   const database = await freshDatabase(t)
   const config = testConfig(env, database.url)
   const server = testFastify(config)
-  await server.register(app, { config, dbSchema: database.schema })
-  server.get('/things/:thingId', {
-    schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }
-  }, async (request) => request.params)
-  await whileMigrating(() => server.ready())
+  // Awaiting register runs the migrations, so it happens under the helper's migration lock too.
+  await whileMigrating(async () => {
+    await server.register(app, { config, dbSchema: database.schema })
+    server.get('/things/:thingId', {
+      schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }
+    }, async (request) => request.params)
+    await server.ready()
+  })
   t.teardown(() => server.close())
   return server
 }
