@@ -3,19 +3,30 @@
  * TypeScript sources behind HAProxy, on a private PostgreSQL cluster (so it may be stopped), the
  * shared Redis (a database number of our own, FLEET_REDIS_URL) and a real SMTP server on loopback.
  * Every request goes through the balancer; the database is read directly to check what it holds.
+ * Prometheus (Debian's prometheus package: promtool and the server) scrapes the instances with
+ * ops/prometheus/prometheus.yml.
  */
+import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
-import { startFleet, type Fleet, type Instance } from './fleet.js'
+import { freePort } from '../proc.js'
+import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
+const ROOT = resolve(import.meta.dirname, '../..')
 const REDIS_URL = process.env.FLEET_REDIS_URL ?? 'redis://127.0.0.1:6379/9'
+// /metrics wants it, as in production; Prometheus reads it from its credentials file
+const METRICS_TOKEN = randomBytes(24).toString('base64url')
+const scraper = { authorization: `Bearer ${METRICS_TOKEN}` }
 const RATE_LIMIT_MAX = 40
 // Wrong passwords allowed per client address and username (AUTH_RATE_LIMIT_MAX). The other
 // properties log in once per user, each from a fresh address, so only the guessing property meets it.
@@ -78,9 +89,21 @@ function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}):
   })
 }
 
-async function direct (instance: Instance, path: string): Promise<{ status: number, body: string }> {
-  const res = await fetch(`${instance.url}${path}`).catch(() => undefined)
+async function direct (instance: Instance, path: string, headers: Record<string, string> = {}): Promise<{ status: number, body: string }> {
+  const res = await fetch(`${instance.url}${path}`, { headers }).catch(() => undefined)
   return res ? { status: res.status, body: await res.text() } : { status: 0, body: '' }
+}
+
+/** The samples of one metric in Prometheus text, with their labels. */
+function samples (text: string, name: string): Array<{ labels: Record<string, string>, value: number }> {
+  const found: Array<{ labels: Record<string, string>, value: number }> = []
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (m?.[1] !== name) continue
+    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => [k, v]))
+    found.push({ labels, value: Number(m[3]) })
+  }
+  return found
 }
 
 // ---------------------------------------------------------------- a real SMTP server
@@ -145,6 +168,16 @@ const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0,
 redis.on('error', () => {}) // reported by the ping below
 await redis.connect().then(() => redis.ping()).catch((err: Error) => { throw new Error(`Redis at ${REDIS_URL} does not answer (FLEET_REDIS_URL): ${err.message}`) })
 redis.disconnect()
+for (const bin of ['promtool', 'prometheus']) {
+  if (spawnSync(bin, ['--version']).error) throw new Error(`${bin} is not installed (Debian: apt-get install -y --no-install-recommends prometheus)`)
+}
+// ops/prometheus as an operator installs it: the shipped config and rules, the token file beside
+// them, and the fleet's targets file in targets/, where the config looks for it.
+const OPS_PROMETHEUS = join(ROOT, 'ops', 'prometheus')
+const promDir = mkdtempSync(join(tmpdir(), 'roja-fleet-prometheus-'))
+t.teardown(() => rmSync(promDir, { recursive: true, force: true }))
+for (const file of ['prometheus.yml', 'alerts.yml']) copyFileSync(join(OPS_PROMETHEUS, file), join(promDir, file))
+writeFileSync(join(promDir, 'roja-metrics-token'), `${METRICS_TOKEN}\n`)
 const smtp = await smtpServer(25)
 t.teardown(() => smtp.close())
 const started = Date.now()
@@ -154,13 +187,18 @@ const fleet = await startFleet({
   redisUrl: REDIS_URL,
   smtpUrl: smtp.url,
   logLevel: process.env.FLEET_LOG_LEVEL ?? 'warn',
+  targetsFile: join(promDir, 'targets', 'fleet.json'),
   env: {
     RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
     AUTH_RATE_LIMIT_MAX: String(PASSWORD_GUESSES),
     // the mail test queues ~50 messages for one user: the per-user mail limit is not what it tests
     MAIL_RATE_LIMIT_MAX: '1000',
     // the test's own load on two shared cores must not be shed as overload
-    MAX_EVENT_LOOP_DELAY_MS: '10000'
+    MAX_EVENT_LOOP_DELAY_MS: '10000',
+    METRICS_TOKEN,
+    // the test's scrapes come right after the requests they count, and Prometheus scrapes every second
+    METRICS_CACHE_MS: '0',
+    METRICS_RATE_LIMIT_MAX: '1000'
   }
 })
 t.teardown(() => fleet.stop())
@@ -377,7 +415,7 @@ t.test('each queued e-mail is delivered exactly once while every instance runs i
 async function sentByInstance (): Promise<Record<string, number>> {
   const result: Record<string, number> = {}
   for (const i of fleet.instances) {
-    const text = (await direct(i, '/metrics')).body
+    const text = (await direct(i, '/metrics', scraper)).body
     result[i.name] = Number(/^roja_outbox_sent_total(?:\{\})? (\d+)/m.exec(text)?.[1] ?? 0)
   }
   return result
@@ -481,4 +519,96 @@ t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then re
   t.ok(fleet.instances.every(i => i.running), 'all still running')
   const acknowledged = burst.outcomes.filter(o => o.status === 201).map(o => o.id!)
   t.equal(await countIn('post', acknowledged), acknowledged.length, `every 201 is in the database (${acknowledged.length})`)
+})
+
+// ---------------------------------------------------------------- monitoring
+const versionCount = (text: string) => samples(text, 'http_request_duration_seconds_count')
+  .filter(s => s.labels.method === 'GET' && s.labels.route === '/version' && s.labels.status_code === '200')
+  .reduce((sum, s) => sum + s.value, 0)
+
+t.test('every instance is in the Prometheus targets file, each scrape answers its own counters, and the balancer refuses /metrics', async (t) => {
+  const groups = JSON.parse(readFileSync(fleet.targetsFile, 'utf8')) as TargetGroup[]
+  t.equal(groups.length, 1, `one target group in ${fleet.targetsFile}`)
+  t.same(groups[0].labels.job, 'roja', 'labelled job="roja", as ops/prometheus/prometheus.yml, the alerts and the dashboard select')
+  const targets = groups[0].targets
+  t.same([...targets].sort(), fleet.instances.map(i => `127.0.0.1:${i.port}`).sort(), 'listing every instance, and nothing else')
+
+  // promtool reads the targets file through the shipped config (a file it cannot parse, or a
+  // pattern that finds none, is reported) and the rules the config loads
+  const check = spawnSync('promtool', ['check', 'config', join(promDir, 'prometheus.yml')], { encoding: 'utf8' })
+  const report = `${check.stdout}${check.stderr}`
+  t.equal(check.status, 0, `promtool check config passes:\n${report}`)
+  t.notMatch(report, /WARNING|FAILED/, 'with the targets file found and valid')
+
+  const scrape = async (target: string, headers: Record<string, string> = scraper) => {
+    const res = await fetch(`http://${target}/metrics`, { headers })
+    return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() }
+  }
+  for (const target of targets) {
+    t.equal((await scrape(target, {})).status, 401, `${target}: a scrape without the token is refused`)
+  }
+  // a different number of requests to each instance, then each target's count must have grown by its own
+  const before = Object.fromEntries(await Promise.all(targets.map(async target => [target, versionCount((await scrape(target)).text)] as const)))
+  const sent: Record<string, number> = {}
+  for (const [k, instance] of fleet.instances.entries()) {
+    sent[`127.0.0.1:${instance.port}`] = k + 2
+    for (let n = 0; n < k + 2; n++) t.equal((await call(fleet, 'GET', '/version', { instance: instance.name })).servedBy, instance.name)
+  }
+  for (const target of targets) {
+    const { status, type, text } = await scrape(target)
+    t.equal(status, 200, `${target} answers the scrape`)
+    t.match(type, /^text\/plain; version=0\.0\.4/, 'in Prometheus text format')
+    t.match(text, /^# TYPE http_request_duration_seconds histogram$/m)
+    t.equal(versionCount(text) - before[target], sent[target], `${target} counts the ${sent[target]} requests its own instance answered`)
+  }
+
+  // Through the balancer the answer would be one instance's, chosen at random: HAProxy refuses it
+  // itself (no X-Served-By), however the path is spelled and whichever instance is asked for.
+  for (const [path, o] of [['/metrics', {}], ['/metrics', { instance: 'roja1' }], ['/%6detrics', {}], ['/metrics?x=1', {}], ['/metrics/', {}]] as Array<[string, CallOptions]>) {
+    const res = await call(fleet, 'GET', path, { ...o, headers: scraper })
+    t.equal(res.status, 404, `GET ${path} through the balancer${o.instance ? ` asking for ${o.instance}` : ''} is 404`)
+    t.equal(res.json?.code, 'NotFound', 'a NotFound problem')
+    t.match(String(res.headers['content-type']), /^application\/problem\+json/)
+    t.equal(res.servedBy, undefined, 'from HAProxy, not an instance')
+  }
+  t.equal((await call(fleet, 'GET', '/health')).status, 200, '/health still passes through')
+  t.same(await fleet.haproxy.states(), Object.fromEntries(NAMES.map(n => [n, 'UP'])), 'and HAProxy\'s checks see every instance up')
+})
+
+t.test('Prometheus with ops/prometheus/prometheus.yml scrapes every instance of the targets file, with the token, and loads the alerts', async (t) => {
+  const config = join(promDir, 'prometheus.yml')
+  const shipped = readFileSync(config, 'utf8')
+  // every second rather than the shipped 15 s, so the test waits for one scrape, not a quarter minute
+  const quick = shipped.replace(/^(\s+)scrape_interval: 15s$/m, '$1scrape_interval: 1s').replace(/^(\s+)evaluation_interval: 15s$/m, '$1evaluation_interval: 1s')
+  t.equal(quick.split('\n').filter((l, n) => l !== shipped.split('\n')[n]).length, 2, 'only the two intervals changed')
+  writeFileSync(config, quick)
+  const port = await freePort()
+  const api = `http://127.0.0.1:${port}/api/v1`
+  const prometheus = spawn('prometheus', [`--config.file=${config}`, `--storage.tsdb.path=${join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const log: string[] = []
+  prometheus.stdout.on('data', (c: Buffer) => log.push(String(c)))
+  prometheus.stderr.on('data', (c: Buffer) => log.push(String(c)))
+  const exited = new Promise(resolve => prometheus.once('exit', resolve))
+  process.once('exit', () => prometheus.kill('SIGKILL'))
+  t.teardown(async () => { prometheus.kill('SIGTERM'); await exited })
+
+  interface Target { labels: Record<string, string>, scrapeUrl: string, health: string, lastError: string }
+  let active: Target[] = []
+  const deadline = Date.now() + 30_000
+  while (Date.now() < deadline && prometheus.exitCode === null) {
+    const res = await fetch(`${api}/targets?state=active`).catch(() => undefined)
+    active = res?.ok ? (await res.json() as { data: { activeTargets: Target[] } }).data.activeTargets : []
+    if (active.length === fleet.instances.length && active.every(a => a.health === 'up')) break
+    await sleep(250)
+  }
+  if (!t.ok(active.length > 0 && active.every(a => a.health === 'up'), `every target is up: ${JSON.stringify(active.map(a => [a.scrapeUrl, a.health, a.lastError]))}`)) t.comment(log.join('').slice(-3000))
+  t.same(active.map(a => a.scrapeUrl).sort(), fleet.instances.map(i => `http://127.0.0.1:${i.port}/metrics`).sort(), 'one target per instance, each on its own port')
+  t.ok(active.every(a => a.labels.job === 'roja'), 'in job roja')
+
+  const query = async (q: string) => (await (await fetch(`${api}/query?query=${encodeURIComponent(q)}`)).json() as { data: { result: Array<{ metric: Record<string, string>, value: [number, string] }> } }).data.result
+  const series = await query('sum by (instance) (http_request_duration_seconds_count{job="roja"})')
+  t.equal(series.length, fleet.instances.length, `the request counts of every instance are stored: ${JSON.stringify(series.map(s => [s.metric.instance, s.value[1]]))}`)
+  const rules = (await (await fetch(`${api}/rules`)).json() as { data: { groups: Array<{ name: string, rules: Array<{ name: string, health: string }> }> } }).data.groups
+  const alerts = readFileSync(join(OPS_PROMETHEUS, 'alerts.yml'), 'utf8').match(/^\s+- alert: /gm)!.length
+  t.same(rules.map(g => [g.name, g.rules.length]), [['roja', alerts]], `alerts.yml's ${alerts} rules are loaded`)
 })

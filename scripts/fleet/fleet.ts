@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort, npmStartArgs } from '../proc.js'
 import { startHAProxy, type HAProxy } from './haproxy.js'
@@ -34,6 +34,8 @@ export interface FleetOptions {
   /** further settings given to every instance (RATE_LIMIT_MAX …) */
   env?: Record<string, string>
   logLevel?: string
+  /** where to write the Prometheus targets file (default: prometheus-targets.json in the fleet's folder) */
+  targetsFile?: string
 }
 
 // Children still running when this process exits (it crashed, or a test failed hard) are killed.
@@ -86,7 +88,23 @@ export interface Fleet {
   /** the private cluster, when the fleet made one */
   postgres?: PrivatePostgres
   dataDir: string
+  /** the instances as a Prometheus file-based service-discovery list; removed at stop */
+  targetsFile: string
   stop: () => Promise<void>
+}
+
+/** A file_sd target group: every instance's address, scraped as job `roja` (ops/prometheus/prometheus.yml). */
+export interface TargetGroup { targets: string[], labels: Record<string, string> }
+
+export function targetGroups (instances: Array<{ port: number }>, balancerPort: number): TargetGroup[] {
+  return [{ targets: instances.map(i => `127.0.0.1:${i.port}`), labels: { job: 'roja', fleet: `127.0.0.1:${balancerPort}` } }]
+}
+
+/** Written whole and renamed into place: Prometheus re-reads the file when it changes and must never see half of it. */
+function writeTargets (file: string, groups: TargetGroup[]): void {
+  mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(groups, null, 2)}\n`)
+  renameSync(`${file}.tmp`, file)
 }
 
 function healthy (port: number): Promise<boolean> {
@@ -107,7 +125,9 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
   const dir = mkdtempSync(join(tmpdir(), 'roja-fleet-'))
   const dataDir = join(dir, 'data')
   const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })]
-  const cleanup = async () => { for (const c of cleanups.reverse()) { try { await c() } catch {} } }
+  // Once, in reverse order of start; a second call (a signal during a test's teardown) waits for the first.
+  let stopped: Promise<void> | undefined
+  const cleanup = () => (stopped ??= (async () => { for (const c of [...cleanups].reverse()) { try { await c() } catch {} } })())
   try {
     let postgres: PrivatePostgres | undefined
     if (!opts.databaseUrl) {
@@ -147,12 +167,15 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
     // The first instance migrates the database alone; the others then start together.
     await instances[0].start()
     await Promise.all(instances.slice(1).map(i => i.start()))
+    const targetsFile = resolve(opts.targetsFile ?? join(dir, 'prometheus-targets.json'))
+    cleanups.push(() => rmSync(targetsFile, { force: true }))
+    writeTargets(targetsFile, targetGroups(instances, port))
 
     const haproxy = await startHAProxy({ dir, port, backends: instances.map(i => ({ name: i.name, port: i.port })), problemBaseUri: PROBLEM_BASE_URI })
     cleanups.push(() => haproxy.stop())
     await haproxy.waitFor(instances.map(i => i.name), 'UP')
     // Stop order: the balancer first (no new requests), then the instances (they drain), then the database.
-    return { url, haproxy, instances, databaseUrl, postgres, dataDir, stop: cleanup }
+    return { url, haproxy, instances, databaseUrl, postgres, dataDir, targetsFile, stop: cleanup }
   } catch (err) {
     await cleanup()
     throw err

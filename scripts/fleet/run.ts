@@ -2,8 +2,10 @@
  * `npm run fleet`: HAProxy in front of FLEET_INSTANCES (default 3) Roja instances, built first
  * with `npm run build` (FLEET_RUNTIME=tsx runs the sources instead), on one PostgreSQL and one Redis.
  * DATABASE_URL (postgres://…) names the database; without it a private throw-away cluster is
- * started. REDIS_URL defaults to redis://127.0.0.1:6379; SMTP_URL and JWT_SECRET are passed on.
- * Prints the balancer's URL; Ctrl-C or SIGTERM stops the balancer, the instances, then the database.
+ * started. REDIS_URL defaults to redis://127.0.0.1:6379; SMTP_URL, JWT_SECRET and METRICS_TOKEN are
+ * passed on. Writes the instances' addresses as a Prometheus targets file (FLEET_TARGETS_FILE, or
+ * prometheus-targets.json in the fleet's folder) and prints the balancer's URL; Ctrl-C or SIGTERM
+ * stops the balancer, the instances, then the database.
  */
 import { spawnSync } from 'node:child_process'
 import { startFleet, type Runtime } from './fleet.js'
@@ -26,7 +28,8 @@ const fleet = await startFleet({
   databaseUrl,
   redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   smtpUrl: process.env.SMTP_URL,
-  logLevel: process.env.LOG_LEVEL ?? 'info'
+  logLevel: process.env.LOG_LEVEL ?? 'info',
+  targetsFile: process.env.FLEET_TARGETS_FILE || undefined
 })
 for (const i of fleet.instances) {
   // the instances' own log lines, prefixed with their name
@@ -36,6 +39,7 @@ for (const i of fleet.instances) {
 }
 console.log(`instances: ${fleet.instances.map(i => `${i.name} ${i.url} (pid ${i.pid})`).join(', ')}`)
 console.log(`database: ${fleet.postgres ? `private cluster on port ${fleet.postgres.port} (deleted at stop)` : 'DATABASE_URL'}; media and mail: ${fleet.dataDir}`)
+console.log(`prometheus targets: ${fleet.targetsFile} (scrape job roja: ops/prometheus/prometheus.yml)`)
 console.log(`balancer: ${fleet.url}`)
 
 let stopping = false
