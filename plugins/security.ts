@@ -5,6 +5,13 @@ import helmet from 'helmet'
 import fp from 'fastify-plugin'
 import { AppError } from '../schemas/problems.js'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** a page opened from a mailed link, which carries its one-time token in the query */
+    linkToken?: boolean
+  }
+}
+
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
 
 /**
@@ -140,7 +147,7 @@ export default fp(async (fastify) => {
   // A plain (not async) hook: no promise per request for a check that never waits.
   fastify.addHook('onRequest', (request, _reply, done) => {
     const query = request.url.indexOf('?')
-    if (query !== -1 && hasTokenParam(request.url, query)) {
+    if (query !== -1 && request.routeOptions.config?.linkToken !== true && hasTokenParam(request.url, query)) {
       return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
     }
     if (config.production && !httpsDirect && request.protocol !== 'https') {

@@ -26,6 +26,7 @@ import { backoffMs, claimDue, markFailed, markSent, outboxBacklog, type OutboxMe
 import { findAccount, invalidToken, type Account } from './domain/users.js'
 import { PACKAGE_VERSION } from './package-info.js'
 import operations from './routes/operations.js'
+import verifyEmailPage from './routes/verify-email.js'
 import v1 from './routes/v1/index.js'
 import v2 from './routes/v2/index.js'
 
@@ -78,6 +79,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   for (const schema of components) fastify.addSchema(schema)
 
   await fastify.register(operations)
+  await fastify.register(verifyEmailPage)
   await fastify.register(v1, { prefix: '/v1' })
   await fastify.register(v2, { prefix: '/v2' })
 }

@@ -43,7 +43,8 @@ export const DECLARED = {
   aliases: ['me'] as string[]
 }
 
-const OPERATIONAL = /^\/(health|version|metrics|docs|openapi)(\/|$|\.)/
+// verify-email: the HTML page a mailed link opens, outside the JSON API
+const OPERATIONAL = /^\/(health|version|metrics|docs|openapi|verify-email)(\/|$|\.)/
 const VERSIONED = /^\/v\d+(\/|$)/
 const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/
@@ -321,12 +322,15 @@ function isDateTime (schema: any, part: Part, schemas: SchemaMap): boolean {
   return hasBranch(schema, schemas, s => s.pattern === DATE_TIME_PATTERN || (part === 'input' && s.format === 'lenient-date-time'))
 }
 
-/** No query parameter is named like a credential: tokens travel in the Authorization header only. */
+/**
+ * No query parameter is named like a credential: tokens travel in the Authorization header only.
+ * The one exception is a page a mailed link opens (`config.linkToken`), whose link is the token.
+ */
 export function checkQueryNames (routes: RouteInfo[], schemas: SchemaMap): Finding[] {
   const findings: Finding[] = []
   for (const route of routes) {
     for (const name of Object.keys(resolve(route.schema?.querystring, schemas)?.properties ?? {})) {
-      if (TOKEN_LIKE.test(name)) findings.push({ rule: 'query-no-token', where: where(route), message: `query parameter "${name}" is named like a credential` })
+      if (TOKEN_LIKE.test(name) && !(route.config?.linkToken === true && name === 'token')) findings.push({ rule: 'query-no-token', where: where(route), message: `query parameter "${name}" is named like a credential` })
       else if (!SNAKE.test(name)) findings.push({ rule: 'query-snake-case', where: where(route), message: `query parameter "${name}" is not snake_case` })
     }
   }
