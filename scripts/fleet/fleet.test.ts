@@ -4,13 +4,13 @@
  * shared Redis (a database number of our own, FLEET_REDIS_URL) and a real SMTP server on loopback.
  * Every request goes through the balancer; the database is read directly to check what it holds.
  * Prometheus (Debian's prometheus package: promtool and the server) scrapes the instances with
- * ops/prometheus/prometheus.yml.
+ * ops/prometheus/prometheus.yml, and `npm run fleet` itself is started and stopped as a user would.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -611,4 +611,94 @@ t.test('Prometheus with ops/prometheus/prometheus.yml scrapes every instance of 
   const rules = (await (await fetch(`${api}/rules`)).json() as { data: { groups: Array<{ name: string, rules: Array<{ name: string, health: string }> }> } }).data.groups
   const alerts = readFileSync(join(OPS_PROMETHEUS, 'alerts.yml'), 'utf8').match(/^\s+- alert: /gm)!.length
   t.same(rules.map(g => [g.name, g.rules.length]), [['roja', alerts]], `alerts.yml's ${alerts} rules are loaded`)
+})
+
+// ---------------------------------------------------------------- npm run fleet, stopped by SIGTERM
+/** Every process whose parent chain leads to `root` (ppid from /proc). */
+function descendants (root: number): number[] {
+  const parentOf = new Map<number, number>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {} // gone meanwhile
+  }
+  const found: number[] = []
+  let frontier = [root]
+  while (frontier.length > 0) {
+    frontier = [...parentOf].filter(([, parent]) => frontier.includes(parent)).map(([pid]) => pid)
+    found.push(...frontier)
+  }
+  return found
+}
+
+/** Running, not a zombie waiting to be reaped. */
+function alive (pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+const listening = (port: number) => new Promise<boolean>(resolve => {
+  const socket = connect(port, '127.0.0.1')
+  socket.once('connect', () => { socket.destroy(); resolve(true) })
+  socket.once('error', () => resolve(false))
+})
+
+t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet running and nothing listening', async (t) => {
+  // As a shell with job control starts it: a process group of its own, so the signal reaches npm alone.
+  // The sources, as for the fleet above: the stop is under test, not the build (which in a fresh
+  // clone takes a minute, and fails on any type error in a work tree).
+  const env: Record<string, string | undefined> = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', FLEET_RUNTIME: 'tsx' }
+  for (const name of ['DATABASE_URL', 'FLEET_PORT', 'FLEET_INSTANCES', 'FLEET_TARGETS_FILE', 'METRICS_TOKEN']) delete env[name]
+  const npm = spawn('npm', ['run', 'fleet'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+  const npmExit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => npm.once('exit', (code, signal) => resolve({ code, signal })))
+  let out = ''
+  npm.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+  npm.stderr.setEncoding('utf8').on('data', (c: string) => { out += c })
+  const recorded = new Set<number>()
+  // should the test fail half-way, nothing it started outlives it
+  t.teardown(() => { for (const pid of [npm.pid!, ...recorded]) if (alive(pid)) process.kill(pid, 'SIGKILL') })
+
+  const startedAt = Date.now()
+  while (!/^balancer: /m.test(out) && npm.exitCode === null && Date.now() - startedAt < 120_000) await sleep(100)
+  if (!t.match(out, /^balancer: /m, `npm run fleet printed the balancer's URL (after ${Date.now() - startedAt} ms)`)) {
+    t.comment(out.slice(-4000))
+    return
+  }
+  const balancer = Number(/^balancer: http:\/\/127\.0\.0\.1:(\d+)/m.exec(out)![1])
+  const instances = [...out.matchAll(/roja\d+ http:\/\/127\.0\.0\.1:(\d+) \(pid (\d+)\)/g)].map(m => ({ port: Number(m[1]), pid: Number(m[2]) }))
+  const [, pgPort, pgDir] = /private cluster on port (\d+) in (\S+)/.exec(out)!
+  const targetsFile = /^prometheus targets: (\S+)/m.exec(out)![1]
+  const runner = Number(/kill (\d+)/.exec(out)![1])
+  t.equal(instances.length, 3, 'three instances')
+  t.equal((await fetch(`http://127.0.0.1:${balancer}/health`)).status, 200, 'the balancer answers')
+  t.same((JSON.parse(readFileSync(targetsFile, 'utf8')) as TargetGroup[])[0].targets.sort(), instances.map(i => `127.0.0.1:${i.port}`).sort(), 'the targets file lists them')
+
+  // npm's shell, the fleet runner, the instances and HAProxy; PostgreSQL is pg_ctl's daemon, found by its pid file
+  const postmaster = Number(readFileSync(join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
+  for (const pid of [...descendants(npm.pid!), postmaster, ...descendants(postmaster)]) recorded.add(pid)
+  const commands = [...recorded].map(pid => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ') } catch { return '' } })
+  t.ok(recorded.has(runner) && instances.every(i => recorded.has(i.pid)), 'the runner and the instances are npm\'s descendants')
+  t.ok(commands.some(c => c.startsWith('haproxy ')), 'HAProxy is one of them')
+  t.ok(recorded.size >= 7, `${recorded.size} processes recorded`)
+  const ports = [balancer, ...instances.map(i => i.port), Number(pgPort)]
+  t.same(await Promise.all(ports.map(listening)), ports.map(() => true), `listening on ${ports.join(', ')}`)
+
+  const signalledAt = Date.now()
+  process.kill(npm.pid!, 'SIGTERM')
+  const exit = await Promise.race([npmExit, sleep(15_000).then(() => undefined)])
+  t.ok(exit, `npm exited (${JSON.stringify(exit)})`)
+  // npm does not wait for its script once signalled: the fleet stops on its own, draining first
+  while (Date.now() - signalledAt < 30_000 && ([...recorded].some(alive) || (await Promise.all(ports.map(listening))).some(Boolean))) await sleep(100)
+  const stoppedIn = Date.now() - signalledAt
+  t.same([...recorded].filter(alive).map(pid => `${pid} ${commands[[...recorded].indexOf(pid)]}`), [], `no process of the fleet is left (${stoppedIn} ms after the signal)`)
+  t.same(await Promise.all(ports.map(listening)), ports.map(() => false), 'nothing listens on the balancer, instance or database ports')
+  t.notOk(existsSync(pgDir), 'the private cluster is deleted')
+  t.notOk(existsSync(targetsFile), 'and so is the targets file')
+  t.match(out, /stopping the balancer, the instances, then the database/, 'the runner stopped them in order')
 })
