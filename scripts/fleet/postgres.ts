@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { delimiter, join } from 'node:path'
 import { freePort } from '../proc.js'
 
 /**
@@ -20,10 +20,20 @@ export interface PrivatePostgres {
   destroy: () => void
 }
 
-function binDir (): string {
-  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b))
-  if (versions.length === 0) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql')
-  return `/usr/lib/postgresql/${versions[versions.length - 1]}/bin`
+const INSTALL_HINT = 'install PostgreSQL\'s server (Debian: apt-get install -y postgresql) or give DATABASE_URL a PostgreSQL database'
+
+/**
+ * The server binaries: Debian and Ubuntu keep them under /usr/lib/postgresql/<major>/bin (the
+ * newest is taken), off PATH; elsewhere (Fedora, Arch, Homebrew) initdb and pg_ctl are on PATH.
+ */
+export function binDir (root = '/usr/lib/postgresql'): string {
+  const majors = existsSync(root)
+    ? readdirSync(root).filter(v => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(a) - Number(b))
+    : []
+  if (majors.length > 0) return join(root, majors[majors.length - 1], 'bin')
+  const onPath = (process.env.PATH ?? '').split(delimiter).find(d => d && existsSync(join(d, 'initdb')) && existsSync(join(d, 'pg_ctl')))
+  if (onPath) return onPath
+  throw new Error(`no PostgreSQL server binaries (initdb, pg_ctl) under ${root}/<version>/bin or on PATH: ${INSTALL_HINT}`)
 }
 
 function asPostgres (cmd: string, args: string[]): void {
