@@ -4664,7 +4664,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "token": "eyJzdWIiOiI3ZjFkM2MxZS04YjFhLTRjMzktOWEwZS0yZjFjN2U1ZDliMTAiLCJleHAiOjE3OTUwMDAwMDB9.Qm9ndXMtZXhhbXBsZS1zaWduYXR1cmUtb2YtMzItYnl0ZXM"
+                 *       "token": "q3X9vR2mWc7LpA4sJgT0bg"
                  *     }
                  */
                 "application/json": components["schemas"]["EmailVerification"];

@@ -67,7 +67,7 @@ export const examples: Record<string, unknown> = {
   ProfileUpdate: { ...profileFields, avatar_url: `https://media.roja.dev/v1/media/${MEDIA}` },
   Profile: profile,
   MyProfile: { ...profile, email: 'ada@example.com', email_verified: true },
-  EmailVerification: { token: 'eyJzdWIiOiI3ZjFkM2MxZS04YjFhLTRjMzktOWEwZS0yZjFjN2U1ZDliMTAiLCJleHAiOjE3OTUwMDAwMDB9.Qm9ndXMtZXhhbXBsZS1zaWduYXR1cmUtb2YtMzItYnl0ZXM' },
+  EmailVerification: { token: 'q3X9vR2mWc7LpA4sJgT0bg' },
   UserSummary: ada,
   Post: post,
   PostCreate: postWrite,

@@ -10,7 +10,7 @@ export const EmailVerification = Type.Object({
   token: Type.String({
     minLength: 1,
     maxLength: 512,
-    pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+    pattern: '^[A-Za-z0-9_-]+$',
     description: 'the `token` query parameter of the verification link, as it is',
     writeOnly: true
   })

@@ -77,7 +77,7 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('POST', '/v1/auth/token', { body: { username: 'mallory', password: PASSWORD } })
   await r.send('GET', `/v1/profiles/${linus.id}`)
   const linusToken = (await verificationToken(app, 'linus@example.com'))!
-  await r.send('POST', '/v1/email-verifications', { body: { token: `${linusToken.split('.')[0]}.${'A'.repeat(43)}` } })
+  await r.send('POST', '/v1/email-verifications', { body: { token: `${linusToken.slice(0, -1)}${linusToken.endsWith('A') ? 'B' : 'A'}` } })
   await r.send('POST', '/v1/email-verifications', { body: { token: linusToken } })
   await r.send('POST', `/v1/users/${hedy.id}/verification-emails`, { user: hedy })
   await r.send('POST', `/v1/users/${grace.id}/verification-emails`, { user: grace })

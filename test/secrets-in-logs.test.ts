@@ -61,8 +61,7 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
   // The e-mail verification token: as the front-end page would get it (in a URL), posted well and badly.
   const verification = (await verificationToken(app, 'ada@example.com'))!
   t.ok(verification, 'sign-up queued a verification link')
-  const [payload, mac] = verification.split('.')
-  const tampered = `${payload}.${mac.slice(0, 10)}${mac[10] === 'A' ? 'B' : 'A'}${mac.slice(11)}`
+  const tampered = `${verification.slice(0, 10)}${verification[10] === 'A' ? 'B' : 'A'}${verification.slice(11)}`
   const verificationRequests = [
     { method: 'POST', url: '/v1/email-verifications', payload: { token: tampered } },
     { method: 'POST', url: '/v1/email-verifications', payload: { token: `${verification}.x` } },
@@ -75,7 +74,7 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
   ] as const
   const statuses: number[] = []
   for (const r of verificationRequests) statuses.push((await app.inject(r as never)).statusCode)
-  t.same(statuses, [422, 422, 422, 400, 400, 400, 204, 204], 'refused, refused …, then verified (twice: idempotent)')
+  t.same(statuses, [422, 422, 422, 400, 200, 400, 204, 204], 'refused, refused …, the page shows its form, refused, then verified (twice: idempotent)')
   await app.close()
 
   const all = logs.join('')
@@ -87,8 +86,7 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
     t.notOk(all.includes(encodeURIComponent(token)), 'nor its encoded form')
   }
   t.notOk(all.includes(verification), 'no log line holds the verification token')
-  t.notOk(all.includes(mac), 'nor its MAC')
-  t.notOk(all.includes(tampered.split('.')[1]), 'nor a tampered MAC')
+  t.notOk(all.includes(tampered), 'nor a tampered copy')
   t.notOk(all.includes(password), 'no log line holds the password')
   t.notOk(all.includes(encodeURIComponent(password)), 'nor its form-encoded form')
   t.notOk(all.includes(TEST_SECRET), 'nor the JWT secret')

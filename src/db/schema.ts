@@ -131,6 +131,15 @@ export interface MediaTable {
   created_at: Timestamp
 }
 
+/** A mailed verification link, by the HMAC of its token; the address it was sent to (migration 2026_11_27_0100). */
+export interface EmailVerificationTable {
+  token_hash: string
+  user_id: string
+  email: string
+  expires_at: Timestamp
+  created_at: Timestamp
+}
+
 export interface ShopTable {
   id: string
   owner_id: string
@@ -203,6 +212,7 @@ export interface Database {
   outbox_message: OutboxMessageTable
   idempotency_key: IdempotencyKeyTable
   media: MediaTable
+  email_verification: EmailVerificationTable
   shop: ShopTable
   product: ProductTable
   chapter: ChapterTable

@@ -1,16 +1,16 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
+import { createHmac, hkdfSync, randomBytes } from 'node:crypto'
 import type { Db, Executor } from '../db/dialect.js'
 import { writeTimeIso } from '../db/clock.js'
 import { AppError } from '../../schemas/problems.js'
 import { enqueueEmail } from './outbox.js'
 
 /**
- * E-mail address verification: sign-up (and the resend route) mail a signed link; confirming it
- * sets user.email_verified_at. Until then nothing but this link is mailed to the address.
+ * E-mail address verification: sign-up (and the resend route) mail a link with a random token;
+ * confirming it sets user.email_verified_at. Until then nothing but this link is mailed to the address.
  */
 
 export interface VerificationSettings {
-  /** HMAC key, derived from JWT_SECRET for this one purpose (verificationKey) */
+  /** HMAC key for the stored token hashes, derived from JWT_SECRET for this one purpose (verificationKey) */
   key: Buffer
   /** how long a link works, seconds (EMAIL_VERIFY_TTL) */
   ttlSeconds: number
@@ -21,21 +21,36 @@ export interface VerificationSettings {
 const PURPOSE = 'roja email verification v1'
 export const VERIFICATION_SUBJECT = 'Confirm your e-mail address for Roja'
 
-/** A key of its own (HKDF), so no access-token signature can pass for a verification one or back. */
+/** A key of its own (HKDF), so nothing keyed by JWT_SECRET can pass for a token hash or back. */
 export function verificationKey (secret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, '', PURPOSE, 32))
 }
 
-// The address is in the MAC, not in the token: the link carries no address, and a change of address voids it.
-function mac (key: Buffer, userId: string, email: string, exp: number): Buffer {
-  return createHmac('sha256', key).update(`${PURPOSE}\n${userId}\n${email.toLowerCase()}\n${exp}`).digest()
+// 16 random bytes: short enough that the mailed link stays on one line of plain 7-bit text.
+const TOKEN_BYTES = 16
+const TOKEN = /^[A-Za-z0-9_-]{22}$/
+
+// Keyed, so a copy of the table alone can neither give a working link nor test guesses offline.
+function tokenHash (key: Buffer, token: string): string {
+  return createHmac('sha256', key).update(token).digest('base64url')
 }
 
-/** `<base64url {"sub","exp"}>.<base64url HMAC>`; exp in seconds since the epoch. */
-export function signVerificationToken (settings: VerificationSettings, user: { id: string, email: string }, nowMs = Date.now()): string {
-  const exp = Math.floor(nowMs / 1000) + settings.ttlSeconds
-  const payload = Buffer.from(JSON.stringify({ sub: user.id, exp })).toString('base64url')
-  return `${payload}.${mac(settings.key, user.id, user.email, exp).toString('base64url')}`
+/**
+ * Issues a link's token for the user's current address: stores only its hash, with the address
+ * and the expiry, in the caller's transaction; the user's expired links go at the same time.
+ */
+export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string }, nowMs = Date.now()): Promise<string> {
+  const token = randomBytes(TOKEN_BYTES).toString('base64url')
+  const now = new Date(nowMs).toISOString()
+  await db.deleteFrom('email_verification').where('user_id', '=', user.id).where('expires_at', '<=', now).execute()
+  await db.insertInto('email_verification').values({
+    token_hash: tokenHash(settings.key, token),
+    user_id: user.id,
+    email: user.email,
+    expires_at: new Date(nowMs + settings.ttlSeconds * 1000).toISOString(),
+    created_at: now
+  }).execute()
+  return token
 }
 
 const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('InvalidVerificationToken', message, {
@@ -43,39 +58,26 @@ const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('
 })
 const NOT_VALID = 'this verification link is not valid (it may be for an earlier e-mail address): sign in and ask for a new one'
 
-function readPayload (token: string): { sub: string, exp: number, signature: Buffer } {
-  const [payload, signature, extra] = token.split('.')
-  let claims: unknown
-  try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
-  } catch {
-    throw invalid('invalid', NOT_VALID)
-  }
-  const { sub, exp } = (claims ?? {}) as { sub?: unknown, exp?: unknown }
-  // Only the canonical encoding: Buffer.from skips stray characters, so two spellings could read as one MAC.
-  const bytes = Buffer.from(signature ?? '', 'base64url')
-  if (extra !== undefined || bytes.length !== 32 || bytes.toString('base64url') !== signature || typeof sub !== 'string' || !Number.isSafeInteger(exp)) {
-    throw invalid('invalid', NOT_VALID)
-  }
-  return { sub, exp: exp as number, signature: bytes }
-}
-
 /**
- * POST /email-verifications: the token must be ours, unexpired, and signed for the account's
- * current address; then the address is verified. Confirming again changes nothing (idempotent).
+ * POST /email-verifications: the token must be one we issued, for the account's current address,
+ * and unexpired; then the address is verified. Confirming again changes nothing (idempotent).
  * The token never appears in an error's text, since problem details are logged.
  */
 export async function confirmEmail (db: Db, settings: VerificationSettings, token: string, nowMs = Date.now()): Promise<void> {
-  const { sub, exp, signature } = readPayload(token)
+  if (!TOKEN.test(token)) throw invalid('invalid', NOT_VALID)
+  const hash = tokenHash(settings.key, token)
   await db.transaction().execute(async (trx) => {
-    const user = await trx.selectFrom('user').select(['id', 'email', 'email_verified_at']).where('id', '=', sub).executeTakeFirst()
-    const expected = user && mac(settings.key, user.id, user.email, exp)
-    if (!expected || !timingSafeEqual(expected, signature)) throw invalid('invalid', NOT_VALID)
-    // Checked after the signature, so only a genuine link is told it expired.
-    if (nowMs >= exp * 1000) throw invalid('expired', 'this verification link has expired: sign in and ask for a new one')
-    if (user.email_verified_at !== null) return
+    const link = await trx.selectFrom('email_verification')
+      .innerJoin('user', 'user.id', 'email_verification.user_id')
+      .select(['user.id', 'user.email', 'user.email_verified_at', 'email_verification.email as sent_to', 'email_verification.expires_at'])
+      .where('email_verification.token_hash', '=', hash)
+      .executeTakeFirst()
+    if (!link || link.sent_to.toLowerCase() !== link.email.toLowerCase()) throw invalid('invalid', NOT_VALID)
+    // Checked after the address, so only a link that would still verify is told it expired.
+    if (nowMs >= Date.parse(link.expires_at)) throw invalid('expired', 'this verification link has expired: sign in and ask for a new one')
+    if (link.email_verified_at !== null) return
     await trx.updateTable('user').set({ email_verified_at: writeTimeIso() })
-      .where('id', '=', user.id).where('email', '=', user.email).where('email_verified_at', 'is', null).execute()
+      .where('id', '=', link.id).where('email', '=', link.email).where('email_verified_at', 'is', null).execute()
   })
 }
 
@@ -88,7 +90,9 @@ function ttlInWords (seconds: number): string {
 /** Queues the link to the user's address, in the caller's transaction (sign-up's, or the resend's). */
 export async function queueVerificationEmail (db: Executor, settings: VerificationSettings, user: { id: string, username: string, email: string }): Promise<void> {
   const link = new URL(settings.url)
-  link.searchParams.set('token', signVerificationToken(settings, user))
+  link.searchParams.set('token', await issueVerificationToken(db, settings, user))
+  // Every line within 76 characters (with the default link too), so the mail goes out as 7-bit
+  // text rather than quoted-printable, and the link can be copied from it as it stands.
   const body = [
     `Hello ${user.username},`,
     '',
@@ -96,7 +100,8 @@ export async function queueVerificationEmail (db: Executor, settings: Verificati
     '',
     `  ${link.href}`,
     '',
-    `The link works for ${ttlInWords(settings.ttlSeconds)}. Until you confirm, Roja sends nothing else to this address.`,
+    `The link works for ${ttlInWords(settings.ttlSeconds)}.`,
+    'Until you confirm, Roja sends nothing else to this address.',
     'If you did not sign up to Roja, ignore this message.',
     ''
   ].join('\n')

@@ -1,13 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { confirmEmail, signVerificationToken, VERIFICATION_SUBJECT } from '../../../src/domain/email-verification.js'
+import { createHmac } from 'node:crypto'
+import { confirmEmail, issueVerificationToken, VERIFICATION_SUBJECT } from '../../../src/domain/email-verification.js'
 import { createUser, PASSWORD, verificationToken, verifyEmail } from '../../fixtures.js'
 import { build, json } from '../../helper.js'
 
 /**
- * E-mail verification: sign-up mails one signed link; POST /v1/email-verifications confirms it;
- * POST /v1/users/{userId}/verification-emails sends a new one. The token is bound to the user and
- * the address, expires, and cannot be forged or moved to another account.
+ * E-mail verification: sign-up mails one link with a random token; POST /v1/email-verifications
+ * confirms it; POST /v1/users/{userId}/verification-emails sends a new one. The token is bound to
+ * the user and the address, expires, cannot be guessed or moved to another account, and the
+ * database keeps only its keyed hash.
  */
 
 const confirm = (app: FastifyInstance, token: unknown) => app.inject({ method: 'POST', url: '/v1/email-verifications', payload: { token } })
@@ -15,6 +17,8 @@ const resend = (app: FastifyInstance, userId: string, headers: Record<string, st
   app.inject({ method: 'POST', url: `/v1/users/${userId}/verification-emails`, headers, remoteAddress })
 const verificationMail = (app: FastifyInstance, to: string) =>
   app.db.selectFrom('outbox_message').selectAll().where('to_address', '=', to).where('subject', '=', VERIFICATION_SUBJECT).orderBy('created_at').execute()
+const links = (app: FastifyInstance, userId: string) =>
+  app.db.selectFrom('email_verification').selectAll().where('user_id', '=', userId).orderBy('created_at').execute()
 const verifiedAt = async (app: FastifyInstance, id: string) =>
   (await app.db.selectFrom('user').select('email_verified_at').where('id', '=', id).executeTakeFirstOrThrow()).email_verified_at
 
@@ -37,7 +41,7 @@ async function refused (t: Test, app: FastifyInstance, token: string, rule: 'inv
   t.notOk(res.body.includes(token), `${what}: the answer does not echo the token`)
 }
 
-t.test('sign-up queues one verification e-mail with a signed link; the profile says unverified', async (t) => {
+t.test('sign-up queues one verification e-mail with a random token; the profile says unverified', async (t) => {
   const app = await build(t, { env: { EMAIL_VERIFY_URL: 'https://app.example.com/verify?from=mail', EMAIL_VERIFY_TTL: '7200' } })
   const ada = await signUp(app)
   t.equal(ada.email_verified, false, 'the 201 says unverified')
@@ -50,11 +54,17 @@ t.test('sign-up queues one verification e-mail with a signed link; the profile s
   t.equal(`${link.origin}${link.pathname}`, 'https://app.example.com/verify', 'the link opens EMAIL_VERIFY_URL')
   t.equal(link.searchParams.get('from'), 'mail', 'keeping its own query')
   const token = link.searchParams.get('token')!
-  t.match(token, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/, 'payload and a 32-byte MAC')
-  const claims = JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString('utf8'))
-  t.same(Object.keys(claims).sort(), ['exp', 'sub'], 'the token names the user and its expiry, not the address')
-  t.equal(claims.sub, ada.id)
-  t.ok(Math.abs(claims.exp - (Date.now() / 1000 + 7200)) < 60, 'exp is EMAIL_VERIFY_TTL from now')
+  t.match(token, /^[A-Za-z0-9_-]{22}$/, '16 random bytes, base64url')
+  t.equal(Buffer.from(token, 'base64url').toString('base64url'), token, 'in canonical base64url')
+
+  const rows = await links(app, ada.id)
+  t.equal(rows.length, 1, 'one stored link')
+  t.equal(rows[0].email, 'ada@example.com', 'bound to the address it was sent to')
+  t.ok(Math.abs(Date.parse(rows[0].expires_at) - (Date.now() + 7200 * 1000)) < 60_000, 'expires EMAIL_VERIFY_TTL from now')
+  t.not(rows[0].token_hash, token, 'the stored value is not the token')
+  t.notOk(rows[0].token_hash.includes(token), 'nor holds it')
+  t.equal(rows[0].token_hash, createHmac('sha256', app.emailVerification.key).update(token).digest('base64url'), 'but its HMAC under the verification key')
+  t.notOk(Object.values(rows[0]).some(v => String(v).includes(token)), 'no column holds the token')
 
   const me = await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: ada.headers })
   t.equal(json(me).email_verified, false)
@@ -65,8 +75,10 @@ t.test('the default link points at /verify-email on HOST:PORT', async (t) => {
   const app = await build(t)
   await signUp(app)
   const [mail] = await verificationMail(app, 'ada@example.com')
-  t.match(mail.body, /http:\/\/127\.0\.0\.1:3000\/verify-email\?token=/)
+  t.match(mail.body, /^ {2}http:\/\/127\.0\.0\.1:3000\/verify-email\?token=[A-Za-z0-9_-]{22}$/m)
   t.match(mail.body, /The link works for 24 hours\./)
+  const long = mail.body.split('\n').filter(line => line.length > 76)
+  t.same(long, [], 'no line over 76 characters, the link\'s included: the mail goes out as 7-bit text')
 })
 
 t.test('a retried sign-up (same Idempotency-Key) queues no second message', async (t) => {
@@ -102,7 +114,7 @@ t.test('a token expires after EMAIL_VERIFY_TTL: valid the millisecond before, re
   const ada = await signUp(app)
   const user = { id: ada.id, email: 'ada@example.com' }
   const issuedMs = Date.UTC(2026, 10, 23, 12, 0, 0)
-  const token = signVerificationToken(app.emailVerification, user, issuedMs)
+  const token = await issueVerificationToken(app.db, app.emailVerification, user, issuedMs)
   const boundary = issuedMs + 3600 * 1000
 
   await t.rejects(confirmEmail(app.db, app.emailVerification, token, boundary), { code: 'InvalidVerificationToken', errors: [{ rule: 'expired' }] }, 'at exp: expired')
@@ -116,37 +128,41 @@ t.test('through the route: a link issued just inside the TTL works, one just pas
   const app = await build(t, { env: { EMAIL_VERIFY_TTL: '3600' } })
   const ada = await signUp(app)
   const user = { id: ada.id, email: 'ada@example.com' }
-  const stale = signVerificationToken(app.emailVerification, user, Date.now() - 3600 * 1000 - 1000)
+  const stale = await issueVerificationToken(app.db, app.emailVerification, user, Date.now() - 3600 * 1000 - 1000)
   await refused(t, app, stale, 'expired', 'issued an hour and a second ago')
   t.equal(await verifiedAt(app, ada.id), null)
-  const fresh = signVerificationToken(app.emailVerification, user, Date.now() - 3600 * 1000 + 10_000)
+  const fresh = await issueVerificationToken(app.db, app.emailVerification, user, Date.now() - 3600 * 1000 + 10_000)
   t.equal((await confirm(app, fresh)).statusCode, 204, 'issued ten seconds short of an hour ago')
 })
 
-t.test('tampered, forged, another user\'s, and other-key tokens are 422 invalid and verify nothing', async (t) => {
+t.test('tampered, guessed, stored-hash, other-key and old-format tokens are 422 invalid and verify nothing', async (t) => {
   const app = await build(t)
   const ada = await signUp(app, 'ada')
   const grace = await signUp(app, 'grace')
   const token = (await verificationToken(app, 'ada@example.com'))!
-  const [payload, signature] = token.split('.')
-  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
-  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
   const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1)
 
-  await refused(t, app, `${payload}.${flip(signature, 5)}`, 'invalid', 'a changed signature')
-  await refused(t, app, `${encode({ ...claims, exp: claims.exp + 86400 })}.${signature}`, 'invalid', 'a later exp')
-  await refused(t, app, `${encode({ ...claims, sub: grace.id })}.${signature}`, 'invalid', 'ada\'s link turned to grace')
-  await refused(t, app, `${payload}.${signature}A`, 'invalid', 'a longer signature')
-  await refused(t, app, `${encode({ sub: ada.id })}.${signature}`, 'invalid', 'no exp')
-  await refused(t, app, `${Buffer.from('not json').toString('base64url')}.${signature}`, 'invalid', 'a payload that is not JSON')
-  const otherKey = signVerificationToken({ ...app.emailVerification, key: Buffer.alloc(32, 7) }, { id: ada.id, email: 'ada@example.com' })
-  await refused(t, app, otherKey, 'invalid', 'signed with another key')
+  await refused(t, app, flip(token, 5), 'invalid', 'a changed character')
+  await refused(t, app, flip(token, 21), 'invalid', 'a changed last character')
+  await refused(t, app, `${token}A`, 'invalid', 'a longer token')
+  await refused(t, app, token.slice(0, -1), 'invalid', 'a shorter token')
+  await refused(t, app, 'A'.repeat(22), 'invalid', 'a guess of the right shape')
+  await refused(t, app, 'no-dot', 'invalid', 'not a token at all')
+  const [stored] = await links(app, ada.id)
+  await refused(t, app, stored.token_hash, 'invalid', 'the hash a copy of the database holds')
+  const otherKey = await issueVerificationToken(app.db, { ...app.emailVerification, key: Buffer.alloc(32, 7) }, { id: ada.id, email: 'ada@example.com' })
+  await refused(t, app, otherKey, 'invalid', 'stored under another key')
+  // A link of the signed format, `<payload>.<MAC>`, is no token now.
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const signed = `${encode({ sub: ada.id, exp: Math.floor(Date.now() / 1000) + 3600 })}.${'A'.repeat(43)}`
+  t.equal((await confirm(app, signed)).statusCode, 422, 'a signed-format token: 422')
+  t.equal((await app.inject({ method: 'POST', url: '/verify-email', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `token=${signed}` })).statusCode, 422, 'and on the page too')
   // An access token is an HS256 JWT under JWT_SECRET itself: no use here.
   const access = ada.headers.authorization.slice('Bearer '.length)
   const jwtAsLink = await confirm(app, access)
   t.equal(jwtAsLink.statusCode, 422, 'an access token is not a verification token')
 
-  for (const bad of ['', 'no-dot', 'a.b c', `${payload}.${signature}.x`, 'x'.repeat(600) + '.y', 42, null]) {
+  for (const bad of ['', 'a.b c', `${token}.x`, `${token} `, 'x'.repeat(600), 42, null]) {
     const res = await confirm(app, bad)
     t.equal(res.statusCode, 422, `${JSON.stringify(bad).slice(0, 20)}: 422`)
     t.equal(json(res).code, 'ValidationFailed')
@@ -218,7 +234,30 @@ t.test('an earlier link keeps working after a resend, until it expires', async (
   const ada = await signUp(app)
   const first = (await verificationToken(app, 'ada@example.com'))!
   t.equal((await resend(app, ada.id, ada.headers)).statusCode, 202)
+  const second = (await verificationToken(app, 'ada@example.com'))!
+  t.not(second, first, 'the resend mails a new token')
+  t.equal((await links(app, ada.id)).length, 2, 'both links are kept')
   t.equal((await confirm(app, first)).statusCode, 204)
+  t.equal((await confirm(app, second)).statusCode, 204, 'and the newer one too (idempotent)')
+})
+
+t.test('a new link clears the user\'s expired links, and only theirs', async (t) => {
+  const app = await build(t, { env: { EMAIL_VERIFY_TTL: '3600' } })
+  const ada = await signUp(app, 'ada')
+  const grace = await signUp(app, 'grace')
+  const lapsed = Date.now() - 3600 * 1000 - 1000
+  const stale = await issueVerificationToken(app.db, app.emailVerification, { id: ada.id, email: 'ada@example.com' }, lapsed)
+  await issueVerificationToken(app.db, app.emailVerification, { id: grace.id, email: 'grace@example.com' }, lapsed)
+  t.equal((await links(app, ada.id)).length, 2, 'sign-up\'s and the lapsed one')
+  await refused(t, app, stale, 'expired', 'the lapsed link, before a new one is issued')
+
+  t.equal((await resend(app, ada.id, ada.headers)).statusCode, 202)
+  const left = await links(app, ada.id)
+  t.equal(left.length, 2, 'sign-up\'s and the new one: the lapsed one is gone')
+  t.ok(left.every(row => Date.parse(row.expires_at) > Date.now()), 'none of them expired')
+  t.equal((await links(app, grace.id)).length, 2, 'grace\'s lapsed link waits for her own next one')
+  await refused(t, app, stale, 'invalid', 'the lapsed link once its row is gone')
+  t.equal((await confirm(app, (await verificationToken(app, 'ada@example.com'))!)).statusCode, 204)
 })
 
 t.test('resend is behind the mail limits: MAIL_RATE_LIMIT_MAX per user from any IP, then 429 and nothing queued', async (t) => {
