@@ -12,7 +12,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSyn
 import { request as httpRequest } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import pg from 'pg'
@@ -661,8 +661,14 @@ t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet run
   npm.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
   npm.stderr.setEncoding('utf8').on('data', (c: string) => { out += c })
   const recorded = new Set<number>()
-  // should the test fail half-way, nothing it started outlives it
-  t.teardown(() => { for (const pid of [npm.pid!, ...recorded]) if (alive(pid)) process.kill(pid, 'SIGKILL') })
+  let postmaster = 0
+  const folders: string[] = []
+  // should the test fail half-way, nothing it started outlives it (PostgreSQL: an immediate shutdown)
+  t.teardown(async () => {
+    for (const pid of [npm.pid!, ...recorded]) if (alive(pid)) process.kill(pid, pid === postmaster ? 'SIGQUIT' : 'SIGKILL')
+    for (let n = 0; n < 50 && alive(postmaster); n++) await sleep(100)
+    for (const folder of folders) rmSync(folder, { recursive: true, force: true })
+  })
 
   const startedAt = Date.now()
   while (!/^balancer: /m.test(out) && npm.exitCode === null && Date.now() - startedAt < 120_000) await sleep(100)
@@ -674,13 +680,14 @@ t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet run
   const instances = [...out.matchAll(/roja\d+ http:\/\/127\.0\.0\.1:(\d+) \(pid (\d+)\)/g)].map(m => ({ port: Number(m[1]), pid: Number(m[2]) }))
   const [, pgPort, pgDir] = /private cluster on port (\d+) in (\S+)/.exec(out)!
   const targetsFile = /^prometheus targets: (\S+)/m.exec(out)![1]
+  folders.push(pgDir, dirname(targetsFile))
   const runner = Number(/kill (\d+)/.exec(out)![1])
   t.equal(instances.length, 3, 'three instances')
   t.equal((await fetch(`http://127.0.0.1:${balancer}/health`)).status, 200, 'the balancer answers')
   t.same((JSON.parse(readFileSync(targetsFile, 'utf8')) as TargetGroup[])[0].targets.sort(), instances.map(i => `127.0.0.1:${i.port}`).sort(), 'the targets file lists them')
 
   // npm's shell, the fleet runner, the instances and HAProxy; PostgreSQL is pg_ctl's daemon, found by its pid file
-  const postmaster = Number(readFileSync(join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
+  postmaster = Number(readFileSync(join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
   for (const pid of [...descendants(npm.pid!), postmaster, ...descendants(postmaster)]) recorded.add(pid)
   const commands = [...recorded].map(pid => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ') } catch { return '' } })
   t.ok(recorded.has(runner) && instances.every(i => recorded.has(i.pid)), 'the runner and the instances are npm\'s descendants')
