@@ -37,8 +37,9 @@ export default fp(async (fastify) => {
 /**
  * Reads a multipart form whose one and only part is the file field `field` and hands the
  * file stream to `store`. Anything else in the form is 422; a file over the size limit is
- * 413. When the form fails after the file was stored (a second part, a truncated file, a
- * client that went away), `discard` removes what `store` made, so nothing stays behind.
+ * 413; a catalogue error `store` throws (a quota it stops the stream for) is the answer as it is.
+ * When the form fails after the file was stored (a second part, a truncated file, a client that
+ * went away), `discard` removes what `store` made, so nothing stays behind.
  */
 export async function receiveFile<T> (request: FastifyRequest, field: string,
   store: (file: MultipartFile) => Promise<T>, discard: (stored: T) => Promise<void>): Promise<T> {
@@ -50,8 +51,10 @@ export async function receiveFile<T> (request: FastifyRequest, field: string,
       try {
         stored = { value: await store(part) }
       } catch (err) {
-        // The stream failed because of the client (limit, abort, bad framing), not the server.
-        throw part.file.errored ? clientError(part.file.errored, field) : err
+        // A catalogue error from `store` (the quota) is the answer; stopping it left the file stream
+        // errored (an AbortError) as a side effect. Otherwise an errored stream means the client
+        // (limit, abort, bad framing), not the server.
+        throw !(err instanceof AppError) && part.file.errored ? clientError(part.file.errored, field) : err
       }
       if (part.file.truncated) throw new AppError('PayloadTooLarge', `the file is over the upload limit of ${request.server.config.MAX_UPLOAD_BYTES} bytes`)
     }

@@ -1,5 +1,5 @@
 import { Type, type Static } from './typebox.js'
-import { DateTime, MediaUrl, Params, Uuid } from './common.js'
+import { DateTime, ListQuery, MediaUrl, Params, Uuid, ref } from './common.js'
 
 /** An uploaded file as the API describes it; the bytes are at `url`. */
 export const Media = Type.Object({
@@ -13,6 +13,22 @@ export const Media = Type.Object({
 export type Media = Static<typeof Media>
 
 export const MediaParams = Params({ mediaId: Uuid })
+
+export const MY_MEDIA_SORTABLE = ['created_at', 'size'] as const
+export const MyMediaListQuery = ListQuery(MY_MEDIA_SORTABLE, {}, '-created_at')
+export type MyMediaListQuery = Static<typeof MyMediaListQuery>
+
+const Bytes = (description: string) => Type.Integer({ minimum: 0, description, examples: [1048576] })
+
+/** A page of the caller's own uploads, with what they all take against the storage quota. */
+export const MyMediaList = Type.Object({
+  media: Type.Array(ref(Media)),
+  total: Type.Integer({ minimum: 0, description: 'number of files the caller has stored' }),
+  used_bytes: Bytes('bytes of every file the caller has stored (all pages)'),
+  quota_bytes: Bytes('the most the caller\'s stored files may take (MEDIA_QUOTA_BYTES)'),
+  available_bytes: Bytes('what the next upload may take now: the quota less the stored files and the uploads in progress (never below 0); the per-upload limit applies as well')
+}, { title: 'MyMediaList', additionalProperties: false })
+export type MyMediaList = Static<typeof MyMediaList>
 
 /**
  * Every media type the bytes of a file can be served as: what the upload sniffer (file-type)

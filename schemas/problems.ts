@@ -38,6 +38,7 @@ export const problems = {
   EmailAlreadyVerified: { status: 409, title: 'E-mail address already verified' },
   PreconditionFailed: { status: 412, title: 'Precondition failed' },
   PayloadTooLarge: { status: 413, title: 'Payload too large' },
+  StorageQuotaExceeded: { status: 413, title: 'Storage quota exceeded' },
   RangeNotSatisfiable: { status: 416, title: 'Range not satisfiable' },
   UnsupportedMediaType: { status: 415, title: 'Unsupported media type' },
   InvalidUserData: { status: 422, title: 'Invalid user data' },

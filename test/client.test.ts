@@ -12,6 +12,7 @@ import type { Review, ReviewCreate, ReviewList } from '../schemas/reviews.js'
 import type { Problem } from '../schemas/problems.js'
 import { grantCreator } from '../src/domain/users.js'
 import { build } from './helper.js'
+import { verifyEmail } from './fixtures.js'
 
 /**
  * The generated client (client/v1.d.ts from openapi/v1.json) must describe the server's own
@@ -76,6 +77,8 @@ t.test('the generated client drives a whole flow against the server on a loopbac
   t.equal(byCursor.data?.next_cursor, null)
 
   const grace = await signUp('grace')
+  // Uploads (below) need a verified address: grace opens the link sign-up mailed her.
+  await verifyEmail(app, { id: grace.id, username: 'grace', email: 'grace@example.com' })
   const review: S['ReviewCreate'] = { rating: 5, text: 'Typed all the way down' }
   const reviewed = await api.POST('/v1/posts/{postId}/reviews', { params: { path: { postId: post!.id } }, body: review, headers: grace.headers })
   t.equal(reviewed.response.status, 201)

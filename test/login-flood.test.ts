@@ -13,7 +13,7 @@ const LOGINS = 32
  */
 t.test('a media download completes while a login flood is hashing', async (t) => {
   const app = await build(t)
-  const user = await createUser(app)
+  const user = await createUser(app, { verified: true }) // uploads need a verified address
   const file = Buffer.from('x'.repeat(64 * 1024))
   const upload = await app.inject({
     method: 'POST', url: '/v1/media',

@@ -12,6 +12,7 @@ import t, { type Test } from 'tap'
 import { generateSdk } from '../scripts/sdk.js'
 import { grantCreator } from '../src/domain/users.js'
 import { build } from './helper.js'
+import { verifyEmail } from './fixtures.js'
 
 type SdkFlow = (t: Test, baseUrl: string, makeCreator: (username: string) => Promise<void>) => Promise<void>
 const ROOT = resolve(import.meta.dirname, '..')
@@ -38,5 +39,9 @@ t.test('the @hey-api/openapi-ts SDK drives sign-up, tokens, drafts, conditional 
   const { port } = app.server.address() as { port: number }
   // loaded from the folder, not imported: the repository's type-check must not reach the generated code
   const { sdkFlow } = await import(pathToFileURL(join(dir, 'sdk-flow.ts')).href) as { sdkFlow: SdkFlow }
-  await sdkFlow(t, `http://127.0.0.1:${port}`, async (username) => { await grantCreator(app.db, username) })
+  await sdkFlow(t, `http://127.0.0.1:${port}`, async (username) => {
+    await grantCreator(app.db, username)
+    // The flow uploads too, which needs a verified address: the user opens the link sign-up mailed.
+    await verifyEmail(app, await app.db.selectFrom('user').select(['id', 'username', 'email']).where('username', '=', username).executeTakeFirstOrThrow())
+  })
 })

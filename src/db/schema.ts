@@ -131,6 +131,14 @@ export interface MediaTable {
   created_at: Timestamp
 }
 
+/** An upload in progress: the bytes it holds against the owner's quota until it ends (migration 2026_11_27_0200). */
+export interface MediaUploadTable {
+  id: string
+  owner_id: string
+  reserved_bytes: number
+  expires_at: Timestamp
+}
+
 /** A mailed verification link, by the HMAC of its token; the address it was sent to (migration 2026_11_27_0100). */
 export interface EmailVerificationTable {
   token_hash: string
@@ -212,6 +220,7 @@ export interface Database {
   outbox_message: OutboxMessageTable
   idempotency_key: IdempotencyKeyTable
   media: MediaTable
+  media_upload: MediaUploadTable
   email_verification: EmailVerificationTable
   shop: ShopTable
   product: ProductTable

@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
 import type { Readable } from 'node:stream'
 import parseRange from 'range-parser'
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from '../db/kysely.js'
 import { AppError } from '../../schemas/problems.js'
 import type { ByteRange, MediaStorage } from './storage.js'
-import type { Media } from '../../schemas/media.js'
-import type { Db } from '../db/dialect.js'
+import type { Media, MyMediaListQuery } from '../../schemas/media.js'
+import type { Db, Executor } from '../db/dialect.js'
 import type { MediaTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
-import { writeTimeIso } from '../db/clock.js'
+import { clockMs, writeTimeIso } from '../db/clock.js'
+import { lockForUpdate } from '../db/row-lock.js'
+import { compiledList, parseSort, type Page } from './list.js'
 
 export type MediaRow = Selectable<MediaTable>
 
@@ -28,15 +30,19 @@ const UNKNOWN_TYPE = 'application/octet-stream'
 const TEXT_TYPE = 'text/plain'
 
 /**
- * Streams an upload into storage under a new server-made key, keeping only its first bytes
- * to sniff the media type. Storage leaves nothing behind when the stream fails.
+ * Streams an upload into storage under the reservation's server-made key, keeping only its first
+ * bytes to sniff the media type. The first byte past the reserved room stops it (413
+ * StorageQuotaExceeded); storage leaves nothing behind when the stream fails.
  */
-export async function storeUpload (storage: MediaStorage, file: Readable): Promise<StoredUpload> {
-  const id = randomUUID()
+export async function storeUpload (storage: MediaStorage, file: Readable, reservation: UploadReservation): Promise<StoredUpload> {
+  const id = reservation.id
   const head: Buffer[] = []
   let headLength = 0
+  let size = 0
   async function * keepHead (chunks: AsyncIterable<Buffer>) {
     for await (const chunk of chunks) {
+      size += chunk.length
+      if (size > reservation.bytes) throw quotaExceeded(reservation)
       if (headLength < SNIFF_BYTES) {
         head.push(chunk.subarray(0, SNIFF_BYTES - headLength))
         headLength += Math.min(chunk.length, SNIFF_BYTES - headLength)
@@ -85,23 +91,113 @@ function isUtf8Text (head: Buffer, cut: boolean): boolean {
   return false
 }
 
-export async function insertMedia (db: Db, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
+export async function insertMedia (db: Executor, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
   const row = { ...upload, owner_id: ownerId, created_at: writeTimeIso() }
   await db.insertInto('media').values(row).execute()
   return row
 }
 
+/** Room held for one upload against its owner's quota (a media_upload row): the file may take `bytes`. */
+export interface UploadReservation {
+  /** the media id and storage key the upload will have */
+  id: string
+  owner_id: string
+  bytes: number
+  /** what the quota left when the room was taken, uploads in progress counted */
+  room: number
+  quota: number
+}
+
+/** What a user's media take against the quota: stored files, and uploads in progress. */
+export interface MediaUsage {
+  files: number
+  used_bytes: number
+  reserved_bytes: number
+}
+
+const usageOf = cachedStatementPerShape((db, _: undefined, v: { owner_id: string, now: string, except?: string }) =>
+  db.selectFrom('media').where('media.owner_id', '=', v.owner_id).select(eb => [
+    eb.fn.countAll<number | string>().as('files'),
+    eb.fn.coalesce(eb.fn.sum<number | string>('media.size'), sql<number>`0`).as('used_bytes'),
+    eb.selectFrom('media_upload')
+      .select(u => u.fn.coalesce(u.fn.sum<number | string>('media_upload.reserved_bytes'), sql<number>`0`).as('bytes'))
+      .where('media_upload.owner_id', '=', v.owner_id).where('media_upload.expires_at', '>', v.now)
+      .$if(v.except !== undefined, q => q.where('media_upload.id', '!=', v.except!))
+      .as('reserved_bytes')
+  ]))
+
+/** The user's usage; `except` leaves one upload in progress out (the one being counted against the rest). */
+export async function mediaUsage (db: Executor, ownerId: string, except?: string): Promise<MediaUsage> {
+  const [row] = await usageOf(db, undefined, { owner_id: ownerId, now: new Date(clockMs()).toISOString(), except })
+  return { files: Number(row?.files ?? 0), used_bytes: Number(row?.used_bytes ?? 0), reserved_bytes: Number(row?.reserved_bytes ?? 0) }
+}
+
+function quotaExceeded (r: Pick<UploadReservation, 'room' | 'quota'>): AppError {
+  return new AppError('StorageQuotaExceeded', `the file is larger than the ${r.room} bytes left of your storage quota of ${r.quota} bytes (uploads in progress count)`)
+}
+
+// Holds the user's row while the quota is counted, so two uploads cannot both take the same room.
+const lockOwner = (trx: Executor, ownerId: string) => lockForUpdate(trx, trx.selectFrom('user').select('id').where('id', '=', ownerId))
+
 /**
- * Stores an upload and records it. A row exists only for a file that is complete on disk;
- * a file whose row could not be written is removed.
+ * Before any byte of an upload is read: takes room for it against the owner's quota, at most
+ * `wanted` (what the request can hold: its Content-Length, the upload limit). Stored files and the
+ * other uploads in progress are counted under the owner's row lock, so concurrent uploads share
+ * the room and never both fit into it. The room lasts `ttlMs` at most: a process that dies
+ * mid-upload holds it no longer than that.
  */
-export async function createMedia (db: Db, storage: MediaStorage, ownerId: string, upload: StoredUpload): Promise<MediaRow> {
+export async function reserveUpload (db: Db, ownerId: string, opts: { quota: number, wanted: number, ttlMs: number }): Promise<UploadReservation> {
+  const id = randomUUID()
+  return db.transaction().execute(async (trx) => {
+    await lockOwner(trx, ownerId)
+    const now = clockMs()
+    await trx.deleteFrom('media_upload').where('owner_id', '=', ownerId).where('expires_at', '<=', new Date(now).toISOString()).execute()
+    const usage = await mediaUsage(trx, ownerId)
+    const room = Math.max(0, opts.quota - usage.used_bytes - usage.reserved_bytes)
+    const bytes = Math.min(room, Math.max(0, opts.wanted))
+    await trx.insertInto('media_upload')
+      .values({ id, owner_id: ownerId, reserved_bytes: bytes, expires_at: new Date(now + opts.ttlMs).toISOString() }).execute()
+    return { id, owner_id: ownerId, bytes, room, quota: opts.quota }
+  })
+}
+
+/** Gives the room back (an upload that failed); nothing when it is already gone. */
+export async function releaseUpload (db: Db, reservation: UploadReservation): Promise<void> {
+  await db.deleteFrom('media_upload').where('id', '=', reservation.id).execute()
+}
+
+/**
+ * Records a stored upload in place of its reservation, in one transaction: the quota is counted
+ * again under the owner's row lock (a reservation that outlived its time no longer counted), so
+ * the stored files never go over it. A row exists only for a file that is complete on disk; a
+ * file whose row could not be written is removed.
+ */
+export async function createMedia (db: Db, storage: MediaStorage, reservation: UploadReservation, upload: StoredUpload): Promise<MediaRow> {
   try {
-    return await insertMedia(db, ownerId, upload)
+    return await db.transaction().execute(async (trx) => {
+      await lockOwner(trx, reservation.owner_id)
+      const usage = await mediaUsage(trx, reservation.owner_id, reservation.id)
+      const room = reservation.quota - usage.used_bytes - usage.reserved_bytes
+      if (upload.size > room) throw quotaExceeded({ room: Math.max(0, room), quota: reservation.quota })
+      const row = await insertMedia(trx, reservation.owner_id, upload)
+      await trx.deleteFrom('media_upload').where('id', '=', reservation.id).execute()
+      return row
+    })
   } catch (err) {
     await storage.remove(upload.storage_key)
     throw err
   }
+}
+
+const MY_MEDIA_SORT = { created_at: 'created_at', size: 'size' }
+const myMediaList = compiledList((db, v: { owner_id: string }) => db.selectFrom('media').selectAll().where('owner_id', '=', v.owner_id))
+
+/** A page of the owner's own media, newest first by default, with what they take against the quota. */
+export async function listMyMedia (db: Db, ownerId: string, query: MyMediaListQuery, page: Page): Promise<{ rows: MediaRow[], usage: MediaUsage }> {
+  const sort = parseSort(query.sort, MY_MEDIA_SORT, [{ column: 'created_at', direction: 'desc' }], 'id')
+  const usage = mediaUsage(db, ownerId)
+  const { rows } = await myMediaList.page(db, { owner_id: ownerId }, sort, page, async () => (await usage).files)
+  return { rows, usage: await usage }
 }
 
 const mediaById = cachedRowStatement((db, id: string) => db.selectFrom('media').selectAll().where('id', '=', id))

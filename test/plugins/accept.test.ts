@@ -56,7 +56,7 @@ t.test('no Accept, wildcards, application/json and application/problem+json keep
 
 t.test('media download keeps its own negotiation: the file\'s type gives bytes, JSON the metadata, others 406', async (t) => {
   const app = await build(t)
-  const user = await createUser(app)
+  const user = await createUser(app, { verified: true }) // uploads need a verified address
   const payload = Buffer.concat([
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="dot.png"\r\nContent-Type: image/png\r\n\r\n`),
     PNG, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)

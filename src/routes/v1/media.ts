@@ -8,20 +8,25 @@ import { NotModified, ref } from '../../../schemas/common.js'
 import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { security } from '../guards.js'
-import { bytesEtag, createMedia, getMedia, pickRange, storeUpload, toMedia } from '../../domain/media.js'
+import { bytesEtag, createMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia } from '../../domain/media.js'
+import { requireVerifiedAddress } from '../../domain/email-verification.js'
 import { etagMatches } from '../../../plugins/etag.js'
 import { created } from '../replies.js'
 
 // The bytes go out as a stream, never through a serializer.
 const Bytes = Type.Unsafe<Readable>(FileBytes)
 const JSON_TYPE = 'application/json'
+// How long after its room is taken an upload can still be finishing: the body arrives within
+// REQUEST_TIMEOUT_MS (Node cuts it then); this covers the flush to disk and the row after it.
+const FINISH_MS = 60_000
 // One entry: the bytes are streamed, never serialized, and a serializer per type would only slow
 // the start. The documents list every type of MEDIA_BYTE_TYPES in its place (plugins/openapi-document.ts).
 const bytesContent = { 'application/octet-stream': { schema: Bytes } }
 
 /**
- * Media: uploads (any active user) and downloads. GET is public, like the posts and avatars
- * that point to it; its answer depends on `Accept` (the bytes or the metadata).
+ * Media: uploads (active users with a verified address, within their storage quota) and
+ * downloads. GET is public, like the posts and avatars that point to it; its answer depends on
+ * `Accept` (the bytes or the metadata).
  */
 const media: FastifyPluginAsyncTypebox = async (fastify) => {
   const storage = fastify.mediaStorage
@@ -71,9 +76,11 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
     // never held in memory to be compared; a retried upload makes a second media.
     uploads.post('/media', {
       config: { contentTypes: ['multipart/form-data'] },
+      // Before any byte of the body is read: an unverified address is refused and nothing is stored.
+      preHandler: async (request) => { await requireVerifiedAddress(fastify.db, request.user.id) },
       schema: {
         tags: ['media'],
-        operationId: 'uploadMedia', description: 'Any signed-in active user: uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the size limit 413 and nothing kept. Not idempotent: a retry makes a second media.',
+        operationId: 'uploadMedia', description: 'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the per-upload limit 413 PayloadTooLarge, over what the caller\'s storage quota has left (uploads in progress count) 413 StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: a retry makes a second media.',
         summary: 'Upload a file (multipart/form-data, one file field `file`)',
         security,
         consumes: ['multipart/form-data'],
@@ -87,14 +94,25 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
         },
         response: {
           201: ref(Media),
-          ...errorResponses('MalformedBody', 'NotAuthenticated', 'InvalidCredentials', 'UserIsBanned',
-            'PayloadTooLarge', 'UnsupportedMediaType', 'ValidationFailed')
+          ...errorResponses('MalformedBody', 'NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'EmailNotVerified',
+            'PayloadTooLarge', 'StorageQuotaExceeded', 'UnsupportedMediaType', 'ValidationFailed')
         }
       }
     }, async (request, reply) => {
-      const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file), stored => storage.remove(stored.storage_key))
-      const row = await createMedia(fastify.db, storage, request.user.id, upload)
-      return created(reply, `/v1/media/${row.id}`, toMedia(row, fastify.config.mediaPublicUrl))
+      const { config, db } = fastify
+      // The room an upload takes is what its body can hold: the file is never longer than the body.
+      const length = Number(request.headers['content-length'])
+      const wanted = Number.isSafeInteger(length) && length >= 0 ? Math.min(length, config.MAX_UPLOAD_BYTES) : config.MAX_UPLOAD_BYTES
+      const reservation = await reserveUpload(db, request.user.id, { quota: config.MEDIA_QUOTA_BYTES, wanted, ttlMs: config.REQUEST_TIMEOUT_MS + FINISH_MS })
+      try {
+        const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file, reservation), stored => storage.remove(stored.storage_key))
+        const row = await createMedia(db, storage, reservation, upload)
+        return created(reply, `/v1/media/${row.id}`, toMedia(row, config.mediaPublicUrl))
+      } catch (err) {
+        // The room goes back now; should this fail too, it lapses at its expiry.
+        await releaseUpload(db, reservation).catch((cause: unknown) => request.log.warn({ err: cause }, 'could not release an upload\'s reserved room'))
+        throw err
+      }
     })
   })
 }

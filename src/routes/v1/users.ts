@@ -5,6 +5,8 @@ import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../s
 import { errorResponses } from '../../../schemas/problems.js'
 import { listReply } from '../replies.js'
 import { getUserPost, listPosts } from '../../domain/posts.js'
+import { listMyMedia, toMedia } from '../../domain/media.js'
+import { MyMediaList, MyMediaListQuery } from '../../../schemas/media.js'
 import { authErrors, security } from '../guards.js'
 
 const tags = ['users']
@@ -26,6 +28,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { posts, total } = await listPosts(fastify.db, request.query, { creatorId: request.user.id, unpublished: true })
     return listReply(request, reply, 'posts', posts, total, request.query)
+  })
+
+  fastify.get('/users/me/media', {
+    schema: {
+      tags: ['users', 'media'],
+      security,
+      operationId: 'listMyMedia', description: 'Signed-in users: the caller\'s own uploads (newest first by default, sortable by `created_at` or `size`), with `used_bytes` (all of them, every page), `quota_bytes` (MEDIA_QUOTA_BYTES) and `available_bytes` (what the next upload may take now; uploads in progress count). Changes nothing.',
+      summary: 'The caller\'s own uploads and their storage quota',
+      querystring: MyMediaListQuery,
+      response: { 200: MyMediaList, ...errorResponses(...authErrors, 'ValidationFailed') }
+    }
+  }, async (request, reply) => {
+    const quota = fastify.config.MEDIA_QUOTA_BYTES
+    const { rows, usage } = await listMyMedia(fastify.db, request.user.id, request.query, request.query)
+    const page = listReply(request, reply, 'media', rows.map(row => toMedia(row, fastify.config.mediaPublicUrl)), usage.files, request.query)
+    return { ...page, used_bytes: usage.used_bytes, quota_bytes: quota, available_bytes: Math.max(0, quota - usage.used_bytes - usage.reserved_bytes) }
   })
 
   fastify.get('/users/:userId/posts/:postId', {
