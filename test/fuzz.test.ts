@@ -65,75 +65,80 @@ for (const version of ['v1', 'v2'] as const) {
     const oracle = requestOracle(app, doc)
     const responses = responseValidator(doc)
 
-    for (const operation of operationsOf(doc, version)) {
+    // one answer for the whole sweep: the operations whose generated requests broke the contract
+    const failures: string[] = []
+    const operations = operationsOf(doc, version)
+    for (const operation of operations) {
       const { method, path, op } = operation
-      t.test(`${method} ${path}`, async (t) => {
-        const params: Schema[] = op.parameters ?? []
-        const pathParams = params.filter(p => p.in === 'path')
-        const queryParams = params.filter(p => p.in === 'query')
-        const bodySchema = op.requestBody?.content?.['application/json']?.schema
+      const params: Schema[] = op.parameters ?? []
+      const pathParams = params.filter(p => p.in === 'path')
+      const queryParams = params.filter(p => p.in === 'query')
+      const bodySchema = op.requestBody?.content?.['application/json']?.schema
 
-        const validCase: fc.Arbitrary<Case> = fc.record({
-          params: fc.record(Object.fromEntries(pathParams.map(p => [p.name,
-            ids[p.name]?.length ? fc.oneof(fc.constantFrom(...ids[p.name]), gen.valid(p.schema)) : gen.valid(p.schema)]))),
-          query: fc.record(Object.fromEntries(queryParams.map(p => [p.name, gen.valid(p.schema)])), { requiredKeys: [] }),
-          body: bodySchema ? gen.valid(bodySchema) : fc.constant(undefined),
-          auth: fc.constantFrom('none', 'creator', 'creator', 'user', 'garbage'),
-          mutation: fc.constant('none')
-        }) as fc.Arbitrary<Case>
+      const validCase: fc.Arbitrary<Case> = fc.record({
+        params: fc.record(Object.fromEntries(pathParams.map(p => [p.name,
+          ids[p.name]?.length ? fc.oneof(fc.constantFrom(...ids[p.name]), gen.valid(p.schema)) : gen.valid(p.schema)]))),
+        query: fc.record(Object.fromEntries(queryParams.map(p => [p.name, gen.valid(p.schema)])), { requiredKeys: [] }),
+        body: bodySchema ? gen.valid(bodySchema) : fc.constant(undefined),
+        auth: fc.constantFrom('none', 'creator', 'creator', 'user', 'garbage'),
+        mutation: fc.constant('none')
+      }) as fc.Arbitrary<Case>
 
-        const invalidCase: fc.Arbitrary<Case> = validCase.chain((base) => {
-          const mutations: Array<fc.Arbitrary<Case>> = [
-            fc.record({ key: fc.constantFrom('zz_unknown', 'is_admin', '__proto__', 'constructor'), value: fc.string({ maxLength: 5 }) })
-              .map(({ key, value }) => ({ ...base, query: { ...base.query, [key]: value }, mutation: `query +${key}` }))
-          ]
-          for (const p of pathParams) {
-            mutations.push(fc.constantFrom(...MALFORMED_IDS).map(v => ({ ...base, params: { ...base.params, [p.name]: v }, mutation: `path ${p.name}` })))
+      const invalidCase: fc.Arbitrary<Case> = validCase.chain((base) => {
+        const mutations: Array<fc.Arbitrary<Case>> = [
+          fc.record({ key: fc.constantFrom('zz_unknown', 'is_admin', '__proto__', 'constructor'), value: fc.string({ maxLength: 5 }) })
+            .map(({ key, value }) => ({ ...base, query: { ...base.query, [key]: value }, mutation: `query +${key}` }))
+        ]
+        for (const p of pathParams) {
+          mutations.push(fc.constantFrom(...MALFORMED_IDS).map(v => ({ ...base, params: { ...base.params, [p.name]: v }, mutation: `path ${p.name}` })))
+        }
+        for (const p of queryParams) {
+          mutations.push(gen.wrong(p.schema).map(v => ({ ...base, query: { ...base.query, [p.name]: v }, mutation: `query ${p.name}` })))
+        }
+        if (bodySchema) {
+          const s = gen.resolve(bodySchema)
+          const props = Object.keys(s.properties ?? {})
+          mutations.push(
+            fc.constantFrom<unknown>(null, [], 'text', 42, true, {}).map(body => ({ ...base, body, mutation: 'body shape' })),
+            fc.constantFrom('is_creator', 'is_active', 'creator_id', 'owner_id', 'id', 'created_at', 'unknown_field', '__proto__')
+              .map(key => ({ ...base, body: withKey(base.body, key, true), mutation: `body +${key}` })),
+            fc.constantFrom(...ODD_CONTENT_TYPES).map(contentType => ({ ...base, contentType, mutation: `content-type ${JSON.stringify(contentType)}` })),
+            fc.constantFrom('{', '{"a":', '[1,]', 'nul', '\u0000', '{"title": "x"} trailing', '{"__proto__": {"x": 1}}'.repeat(2))
+              .map(rawBody => ({ ...base, rawBody, mutation: 'malformed JSON' }))
+          )
+          for (const key of props) {
+            mutations.push(gen.wrong(s.properties[key]).map(v => ({ ...base, body: withKey(base.body, key, v), mutation: `body ${key}` })))
           }
-          for (const p of queryParams) {
-            mutations.push(gen.wrong(p.schema).map(v => ({ ...base, query: { ...base.query, [p.name]: v }, mutation: `query ${p.name}` })))
+          for (const key of s.required ?? []) {
+            mutations.push(fc.constant({ ...base, body: withoutKey(base.body, key), mutation: `body -${key}` }))
           }
-          if (bodySchema) {
-            const s = gen.resolve(bodySchema)
-            const props = Object.keys(s.properties ?? {})
-            mutations.push(
-              fc.constantFrom<unknown>(null, [], 'text', 42, true, {}).map(body => ({ ...base, body, mutation: 'body shape' })),
-              fc.constantFrom('is_creator', 'is_active', 'creator_id', 'owner_id', 'id', 'created_at', 'unknown_field', '__proto__')
-                .map(key => ({ ...base, body: withKey(base.body, key, true), mutation: `body +${key}` })),
-              fc.constantFrom(...ODD_CONTENT_TYPES).map(contentType => ({ ...base, contentType, mutation: `content-type ${JSON.stringify(contentType)}` })),
-              fc.constantFrom('{', '{"a":', '[1,]', 'nul', '\u0000', '{"title": "x"} trailing', '{"__proto__": {"x": 1}}'.repeat(2))
-                .map(rawBody => ({ ...base, rawBody, mutation: 'malformed JSON' }))
-            )
-            for (const key of props) {
-              mutations.push(gen.wrong(s.properties[key]).map(v => ({ ...base, body: withKey(base.body, key, v), mutation: `body ${key}` })))
-            }
-            for (const key of s.required ?? []) {
-              mutations.push(fc.constant({ ...base, body: withoutKey(base.body, key), mutation: `body -${key}` }))
-            }
-          }
-          return fc.oneof(...mutations)
-        })
-
-        const property = fc.asyncProperty(fc.oneof(validCase, invalidCase), async (c) => {
-          const request = toRequest(method, path, c, { creator, user })
-          const refused = c.mutation !== 'none' && (c.rawBody !== undefined || c.contentType !== undefined || !oracle(op, c))
-          const res = await app.inject(request)
-          const where = `${method} ${request.url} [${c.mutation}, auth ${c.auth}] → ${res.statusCode} ${res.body.slice(0, 300)}`
-          if (res.statusCode >= 500) throw new Error(`5xx: ${where}`)
-          const declared = op.responses?.[String(res.statusCode)] ?? op.responses?.[`${String(res.statusCode)[0]}XX`] ?? op.responses?.default
-          if (!declared) throw new Error(`undeclared status: ${where}`)
-          if (refused && res.statusCode < 300) throw new Error(`invalid input accepted: ${where}`)
-          const schema = declared.content?.['application/json']?.schema ?? declared.content?.['application/problem+json']?.schema
-          const type = String(res.headers['content-type'] ?? '')
-          if (schema && /json/.test(type) && res.body.length > 0) {
-            const problem = responses(schema, JSON.parse(res.body))
-            if (problem) throw new Error(`body does not match the declared schema (${problem}): ${where}`)
-          }
-        })
-        await fc.assert(property, { numRuns: RUNS, seed: SEED, endOnFailure: true })
-        t.pass(`${RUNS} generated requests answered within the contract`)
+        }
+        return fc.oneof(...mutations)
       })
+
+      const property = fc.asyncProperty(fc.oneof(validCase, invalidCase), async (c) => {
+        const request = toRequest(method, path, c, { creator, user })
+        const refused = c.mutation !== 'none' && (c.rawBody !== undefined || c.contentType !== undefined || !oracle(op, c))
+        const res = await app.inject(request)
+        const where = `${method} ${request.url} [${c.mutation}, auth ${c.auth}] → ${res.statusCode} ${res.body.slice(0, 300)}`
+        if (res.statusCode >= 500) throw new Error(`5xx: ${where}`)
+        const declared = op.responses?.[String(res.statusCode)] ?? op.responses?.[`${String(res.statusCode)[0]}XX`] ?? op.responses?.default
+        if (!declared) throw new Error(`undeclared status: ${where}`)
+        if (refused && res.statusCode < 300) throw new Error(`invalid input accepted: ${where}`)
+        const schema = declared.content?.['application/json']?.schema ?? declared.content?.['application/problem+json']?.schema
+        const type = String(res.headers['content-type'] ?? '')
+        if (schema && /json/.test(type) && res.body.length > 0) {
+          const problem = responses(schema, JSON.parse(res.body))
+          if (problem) throw new Error(`body does not match the declared schema (${problem}): ${where}`)
+        }
+      })
+      try {
+        await fc.assert(property, { numRuns: RUNS, seed: SEED, endOnFailure: true })
+      } catch (err) {
+        failures.push(`${method} ${path}: ${(err as Error).message}`)
+      }
     }
+    t.same(failures, [], `${RUNS} generated requests to each of the ${operations.length} operations answered within the contract`)
   })
 }
 
