@@ -7,13 +7,15 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { asciiOnly, writeBundle } from '../scripts/bundle.js'
 import { freePort } from '../scripts/proc.js'
-import { dialect, PG_URL } from './helper.js'
+import { PG_URL } from './helper.js'
 import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog, recordSecret } from './log-capture.js'
 
 /**
  * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here from the
- * sources as `npm run build` builds it (writeBundle), under dist/ (the server finds package.json above it), and run.
+ * sources as `npm run build` builds it (writeBundle), under dist/ (the server finds package.json above it), and run
+ * on each database in one go (npm test runs this file once): SQLite, and PostgreSQL when
+ * TEST_DATABASE_URL is set, as the suite runs on it then.
  */
 const ROOT = resolve(import.meta.dirname, '..')
 const OUT = join(ROOT, 'dist', `bundle-test-${randomBytes(4).toString('hex')}`)
@@ -32,13 +34,11 @@ const WHEN_USED = /^(nodemailer|ioredis|file-type|@fastify\/otel|@opentelemetry\
 t.test('the bundle inlines what it can: no package that finds files by __dirname, nothing loaded before it is used', async (t) => {
   await bundled
   const files = readdirSync(OUT).filter(f => f.endsWith('.js'))
-  for (const file of files) {
-    // __dirname does not exist in an ES module: code that reads it must stay in its package
-    const text = readFileSync(join(OUT, file), 'utf8')
-    t.notMatch(text, /\b__(dirname|filename)\b/, `${file} never reads __dirname or __filename`)
-    // the packages' comments hold dashes and section signs: left in, V8 keeps the file as two bytes a character
-    t.notMatch(text, /[^\x00-\x7f]/, `${file} is ASCII`)
-  }
+  const text = (file: string) => readFileSync(join(OUT, file), 'utf8')
+  // __dirname does not exist in an ES module: code that reads it must stay in its package
+  t.same(files.filter(f => /\b__(dirname|filename)\b/.test(text(f))), [], `none of the ${files.length} files reads __dirname or __filename`)
+  // the packages' comments hold dashes and section signs: left in, V8 keeps the file as two bytes a character
+  t.same(files.filter(f => /[^\x00-\x7f]/.test(text(f))), [], 'every file is ASCII')
   const main = staticImports('server.js')
   t.same(main.filter(p => WHEN_USED.test(p)), [], 'the main file imports no package the code loads only when used')
   t.notOk(main.some(p => p === 'kysely' || p === 'fastify' || p.startsWith('@sinclair/typebox')), 'Kysely, Fastify and TypeBox are inside the bundle')
@@ -55,7 +55,8 @@ t.test('asciiOnly escapes what is past ASCII, and a string keeps its value', asy
   t.equal(new Function(`return ${asciiOnly(literal)}`)(), new Function(`return ${literal}`)(), 'a string literal means the same string')
 })
 
-t.test('the bundled server serves the API on this run\'s database: sign-up, a token, a read', async (t) => {
+const databases = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] as const : ['sqlite'] as const
+for (const dialect of databases) t.test(`the bundled server serves the API on ${dialect === 'postgres' ? 'PostgreSQL' : 'SQLite'}: sign-up, a token, a read`, async (t) => {
   await bundled
   const dataDir = mkdtempSync(join(tmpdir(), 'roja-bundle-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))

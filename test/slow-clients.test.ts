@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -7,8 +8,10 @@ import { build } from './helper.js'
 
 /**
  * Slow clients on a real port: half-sent headers, a body that stops, a body sent a byte at a
- * time. Each is cut after its timeout while ordinary requests keep being answered.
+ * time. Each is cut after its timeout while ordinary requests keep being answered. The database
+ * plays no part: these run once, on SQLite, whatever ROJA_TEST_DIALECT says.
  */
+const SQLITE = { url: 'sqlite::memory:' }
 const HEADERS_MS = 1000
 const IDLE_MS = 1500
 const REQUEST_MS = 2500
@@ -33,6 +36,30 @@ function open (port: number, kind: string, localAddress: string, start: (socket:
   })
 }
 
+/**
+ * The server's side of each connection it accepts, by the client's address and port. Listened for after the
+ * app's own handlers (the per-address cap among them), so each socket is seen as they left it.
+ */
+function accepted (app: FastifyInstance): (client: Slow) => Promise<Socket> {
+  const seen = new Map<string, Socket>()
+  const arrivals = new EventEmitter()
+  app.server.on('connection', (socket: Socket) => {
+    seen.set(`${socket.remoteAddress}:${socket.remotePort}`, socket)
+    arrivals.emit('connection')
+  })
+  return async (client) => {
+    const key = `${client.socket.localAddress}:${client.socket.localPort}`
+    while (!seen.has(key)) await once(arrivals, 'connection')
+    return seen.get(key)!
+  }
+}
+
+/** Waits for the socket to close, for at most `ms` (a deadline for a busy machine): the caller checks closedAt. */
+async function closed (slow: Slow, ms: number): Promise<void> {
+  if (slow.closedAt !== undefined) return
+  await once(slow.socket, 'close', { signal: AbortSignal.timeout(ms) }).catch(() => {})
+}
+
 const HEAD = 'POST /v1/profiles HTTP/1.1\r\nHost: roja.test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n'
 
 const kinds: Record<string, { limit: number, start: (socket: Socket) => void }> = {
@@ -53,6 +80,7 @@ const kinds: Record<string, { limit: number, start: (socket: Socket) => void }> 
 
 t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; normal requests keep flowing`, async (t) => {
   const app = await build(t, {
+    database: SQLITE,
     env: { HEADERS_TIMEOUT_MS: String(HEADERS_MS), IDLE_TIMEOUT_MS: String(IDLE_MS), REQUEST_TIMEOUT_MS: String(REQUEST_MS), MAX_CONNECTIONS_PER_IP: '1000' }
   })
   const port = await listen(app)
@@ -90,42 +118,44 @@ t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; norma
 })
 
 t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async (t) => {
-  const app = await build(t, { env: { KEEP_ALIVE_TIMEOUT_MS: '500' } })
+  const app = await build(t, { database: SQLITE, env: { KEEP_ALIVE_TIMEOUT_MS: '500' } })
   const port = await listen(app)
   const slow = await open(port, 'keep-alive', '127.0.0.1', s => { s.write('GET /health HTTP/1.1\r\nHost: roja.test\r\n\r\n') })
   let answer = ''
   slow.socket.on('data', (chunk) => { answer += String(chunk) })
-  for (let i = 0; i < 50 && slow.closedAt === undefined; i++) await sleep(100)
+  await closed(slow, 5000)
   t.match(answer, /^HTTP\/1\.1 200/, 'answered')
   t.ok(slow.closedAt !== undefined, 'then closed')
   t.ok(slow.closedAt! - slow.openedAt >= 450 && slow.closedAt! - slow.openedAt < 4000, `after about the keep-alive timeout (${slow.closedAt! - slow.openedAt} ms)`)
 })
 
 t.test('MAX_CONNECTIONS_PER_IP: one address cannot hold more sockets; others and trusted proxies are not affected', async (t) => {
-  const app = await build(t, { env: { MAX_CONNECTIONS_PER_IP: '5', TRUST_PROXY: '127.0.0.3' } })
+  const app = await build(t, { database: SQLITE, env: { MAX_CONNECTIONS_PER_IP: '5', TRUST_PROXY: '127.0.0.3' } })
   const port = await listen(app)
+  const serverSide = accepted(app)
   const idle = () => undefined
   const held = await Promise.all(Array.from({ length: 5 }, () => open(port, 'held', '127.0.0.2', idle)))
   t.teardown(() => { for (const s of held) s.socket.destroy() })
-  await sleep(300)
-  t.ok(held.every(s => s.closedAt === undefined), 'five connections are kept')
+  const heldOnServer = await Promise.all(held.map(serverSide))
+  t.ok(heldOnServer.every(s => !s.destroyed) && held.every(s => s.closedAt === undefined), 'five connections are kept')
   const sixth = await open(port, 'sixth', '127.0.0.2', idle)
-  for (let i = 0; i < 30 && sixth.closedAt === undefined; i++) await sleep(100)
-  t.ok(sixth.closedAt !== undefined, 'the sixth from the same address is closed at once')
+  const sixthOnServer = await serverSide(sixth)
+  await closed(sixth, 3000)
+  t.ok(sixthOnServer.destroyed && sixth.closedAt !== undefined, 'the sixth from the same address is closed at once')
 
   const other = await fetch(`http://127.0.0.1:${port}/health`)
   t.equal(other.status, 200, 'another address is served')
 
   held[0].socket.destroy()
-  await sleep(300)
+  await once(heldOnServer[0], 'close') // after the cap's own close handler: the address is down to four
   const again = await open(port, 'again', '127.0.0.2', s => { s.write('GET /health HTTP/1.1\r\nHost: roja.test\r\nConnection: close\r\n\r\n') })
   let answer = ''
   again.socket.on('data', (chunk) => { answer += String(chunk) })
-  for (let i = 0; i < 30 && again.closedAt === undefined; i++) await sleep(100)
+  await closed(again, 3000)
   t.match(answer, /^HTTP\/1\.1 200/, 'once one closes, the address may connect again')
 
   const proxy = await Promise.all(Array.from({ length: 10 }, () => open(port, 'proxy', '127.0.0.3', idle)))
   t.teardown(() => { for (const s of proxy) s.socket.destroy() })
-  await sleep(300)
-  t.ok(proxy.every(s => s.closedAt === undefined), 'a trusted proxy carries everyone\'s connections: no cap')
+  const proxyOnServer = await Promise.all(proxy.map(serverSide))
+  t.ok(proxyOnServer.every(s => !s.destroyed) && proxy.every(s => s.closedAt === undefined), 'a trusted proxy carries everyone\'s connections: no cap')
 })
