@@ -5,20 +5,34 @@ import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, Studen
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, StudentTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
-import { writeTimeIso } from '../db/clock.js'
-import { assertOwnCourse } from './courses.js'
+import { clockIso, writeTimeIso } from '../db/clock.js'
+import { assertOwnCourse, courseVisibleTo } from './courses.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
 
-/** Classes (optionally teaching one of the owner's courses) and their students, whose data only the class owner sees. */
+/**
+ * Classes (optionally teaching one of the owner's courses) and their students, whose data only the
+ * class owner sees. A class shows its course's id, so it follows the course's visibility: the
+ * classes of a draft or scheduled course are seen by the course's creator only, like the course.
+ */
 
-function selectClasses (db: Db) {
+/** Who reads, and when: what decides which courses are out (a type alias: list values must fit Values). */
+type Viewer = { viewer_id: string, now: string }
+
+function selectClasses (db: Db, v: Viewer) {
   return db.selectFrom('class')
     .innerJoin('user', 'user.id', 'class.owner_id')
     .innerJoin('profile', 'profile.id', 'class.owner_id')
     .selectAll('class').select([...PERSON_COLUMNS])
+    .where(eb => eb.or([
+      eb('class.course_id', 'is', null),
+      eb('class.owner_id', '=', v.viewer_id),
+      eb.exists(courseVisibleTo(eb.selectFrom('post').select('post.id').whereRef('post.id', '=', 'class.course_id'), v))
+    ]))
 }
+
+const viewer = (viewerId: string): Viewer => ({ viewer_id: viewerId, now: clockIso() })
 
 function toClass (row: Selectable<ClassTable> & PersonRow): Class {
   return {
@@ -47,25 +61,29 @@ function toStudent (row: Selectable<StudentTable>): Student {
 
 const CLASS_SORT = { name: 'class.name', starts_date: 'class.starts_date', created_at: 'class.created_at' }
 
-const classList = compiledList((db, v: { owner_id?: string, course_id?: string }) => {
-  let q = selectClasses(db)
+const classList = compiledList((db, v: Viewer & { owner_id?: string, course_id?: string }) => {
+  let q = selectClasses(db, v)
   if (v.owner_id !== undefined) q = q.where('class.owner_id', '=', v.owner_id)
   if (v.course_id !== undefined) q = q.where('class.course_id', '=', v.course_id)
   return q
 })
 
-export async function listClasses (db: Db, query: ClassListQuery, page: Page) {
+/** The classes the viewer may see: a hidden course's classes are left out of the page and the total alike. */
+export async function listClasses (db: Db, viewerId: string, query: ClassListQuery, page: Page) {
   const sort = parseSort(query.sort, CLASS_SORT, [{ column: 'class.created_at', direction: 'desc' }], 'class.id', ['class.starts_date'])
-  const { rows, total } = await classList.page(db, { owner_id: query.owner_id, course_id: query.course_id }, sort, page)
+  const { rows, total } = await classList.page(db, { ...viewer(viewerId), owner_id: query.owner_id, course_id: query.course_id }, sort, page)
   return { items: rows.map(toClass), total }
 }
 
-const classById = cachedRowStatement((db, classId: string) => selectClasses(db).where('class.id', '=', classId))
+const classById = cachedRowStatement((db, classId: string, viewerId: string, now: string) =>
+  selectClasses(db, { viewer_id: viewerId, now }).where('class.id', '=', classId))
 const studentInClass = cachedRowStatement((db, studentId: string, classId: string) => db.selectFrom('student').selectAll()
   .where('id', '=', studentId).where('class_id', '=', classId))
 
-export async function getClass (db: Db, classId: string): Promise<Class> {
-  return toClass(await orNotFound(classById(db, classId),
+/** The class as the viewer may see it; one of a hidden course is 404, as a missing one, so it does not leak. */
+export async function getClass (db: Db, classId: string, viewerId: string): Promise<Class> {
+  const { now } = viewer(viewerId)
+  return toClass(await orNotFound(classById(db, classId, viewerId, now),
     'ClassNotFound', `no class with id ${classId}`))
 }
 
@@ -77,7 +95,7 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
     id, owner_id: ownerId, name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null,
     created_at: now, updated_at: now
   }).execute()
-  return getClass(db, id)
+  return getClass(db, id, ownerId)
 }
 
 const STUDENT_SORT = { first_name: 'first_name', last_name: 'last_name', created_at: 'created_at' }

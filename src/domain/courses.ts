@@ -6,9 +6,10 @@ import { orNotFound } from './errors.js'
 import type { Chapter, ChapterCreate, Course, Lesson, LessonCreate, PositionedListQuery } from '../../schemas/courses.js'
 import type { Db } from '../db/dialect.js'
 import { lockForUpdate } from '../db/row-lock.js'
-import type { ChapterTable, LessonTable } from '../db/schema.js'
+import type { ChapterTable, Database, LessonTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
+import type { SelectQueryBuilder } from '../db/kysely.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { getPost, isVisible } from './posts.js'
 
@@ -52,6 +53,14 @@ export async function getCourse (db: Db, courseId: string, viewerId: string | un
   const { n } = await db.selectFrom('chapter').select(eb => eb.fn.countAll<number | string>().as('n'))
     .where('course_id', '=', courseId).executeTakeFirstOrThrow()
   return { ...post, chapters_count: Number(n) }
+}
+
+/**
+ * isVisible in SQL, for the reads of what hangs off a course (its classes): a course is seen by
+ * its creator, and by everyone once its published_at has come (`now`, ISO text).
+ */
+export function courseVisibleTo<O> (posts: SelectQueryBuilder<Database, 'post', O>, v: { viewer_id: string, now: string }): SelectQueryBuilder<Database, 'post', O> {
+  return posts.where(eb => eb.or([eb('post.creator_id', '=', v.viewer_id), eb('post.published_at', '<=', v.now)]))
 }
 
 /**

@@ -13,8 +13,9 @@ const tags = ['classes']
 const ownerOfClass = (cls: Class) => cls.owner.id
 
 /**
- * Classes are read by any signed-in user and opened by creators; students are personal data:
- * only the class owner reads or adds them (403 UserNotOwner for anyone else).
+ * Classes are read by any signed-in user (those of a course not out yet by its creator only) and
+ * opened by creators; students are personal data: only the class owner reads or adds them (403
+ * UserNotOwner for anyone else who can see the class, 404 for anyone who cannot).
  */
 const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
@@ -22,9 +23,9 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   fastify.get('/classes', {
-    schema: { tags, security, operationId: 'listClasses', description: 'Any signed-in active user: every class, filtered by owner or course. Changes nothing.', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
+    schema: { tags, security, operationId: 'listClasses', description: 'Any signed-in active user: every class the caller may see, filtered by owner or course. The classes of a draft or scheduled course are listed to the course\'s creator only (for anyone else they are as absent as those of a missing course). Changes nothing.', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
   }, async (request, reply) => {
-    const { items, total } = await listClasses(db, request.query, request.query)
+    const { items, total } = await listClasses(db, request.user.id, request.query, request.query)
     return listReply(request, reply, 'classes', items, total, request.query)
   })
 
@@ -42,17 +43,17 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/classes/:classId', {
     config: { etag: true },
-    schema: { tags, security, operationId: 'getClass', description: 'Any signed-in active user: one class. Changes nothing.', summary: 'One class', params: ClassParams, response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') } }
-  }, async (request) => getClass(db, request.params.classId))
+    schema: { tags, security, operationId: 'getClass', description: 'Any signed-in active user: one class; a class of a draft or scheduled course only to the course\'s creator (anyone else 404, as for a missing class). Changes nothing.', summary: 'One class', params: ClassParams, response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') } }
+  }, async (request) => getClass(db, request.params.classId, request.user.id))
 
   fastify.get('/classes/:classId/students', {
     schema: {
-      tags, security, operationId: 'listStudents', description: 'The class owner only (others 403): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
+      tags, security, operationId: 'listStudents', description: 'The class owner only (others 403; 404 for a class the caller cannot see): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
       response: { 200: ref(StudentList), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound') }
     }
   }, async (request, reply) => {
     const page = pageOrCount(request.query)
-    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
+    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
     const { items, total } = await listStudents(db, request.params.classId, request.query, page)
     return listReply(request, reply, 'students', items, total, page)
   })
@@ -60,11 +61,11 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/classes/:classId/students', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createStudent', description: 'The class owner only: adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
+      tags, security, operationId: 'createStudent', description: 'The class owner only (others 403; 404 for a class the caller cannot see): adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
+    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
     const student = await createStudent(db, request.params.classId, request.body)
     return created(reply, `/v1/classes/${student.class_id}/students/${student.id}`, student)
   })
@@ -72,11 +73,11 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/classes/:classId/students/:studentId', {
     config: { etag: true },
     schema: {
-      tags, security, operationId: 'getStudent', description: 'The class owner only: one student of the class. Changes nothing.', summary: 'One student of a class (owner)', params: StudentParams,
+      tags, security, operationId: 'getStudent', description: 'The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.', summary: 'One student of a class (owner)', params: StudentParams,
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {
-    await ownedByCaller(request, getClass(db, request.params.classId), ownerOfClass)
+    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
     return getStudent(db, request.params.classId, request.params.studentId)
   })
 }

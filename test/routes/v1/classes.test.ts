@@ -154,6 +154,54 @@ t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, 
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}`, headers: reader.headers })).code, 'ClassNotFound')
 })
 
+t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists and reads but its creator\'s, as if missing', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const reader = await createUser(app)
+  const later = new Date(Date.now() + 86_400_000).toISOString()
+  const draft = await insertPost(app, owner, 'COURSE', null)
+  const scheduled = await insertPost(app, owner, 'COURSE', later)
+  const published = await insertPost(app, owner, 'COURSE')
+  const inDraft = await openClass(app, owner, { name: 'draft', course_id: draft })
+  const inScheduled = await openClass(app, owner, { name: 'scheduled', course_id: scheduled })
+  await openClass(app, owner, { name: 'published', course_id: published })
+  await openClass(app, owner, { name: 'bare' })
+  const get = (user: TestUser, url: string) => app.inject({ method: 'GET', url, headers: user.headers })
+  const list = async (user: TestUser, q = '') => json(await get(user, `/v1/classes?sort=name${q}`))
+  const names = (page: { classes: Array<{ name: string }> }) => page.classes.map(c => c.name)
+
+  t.same(names(await list(owner)), ['bare', 'draft', 'published', 'scheduled'], 'the course\'s creator sees every class')
+  t.equal(json(await get(owner, `/v1/classes/${inDraft.id}`)).course_id, draft, 'and reads one of a draft course')
+  const missingCourse = await list(other, `&course_id=${randomUUID()}`)
+  for (const user of [other, reader]) {
+    const all = await list(user)
+    t.same(names(all), ['bare', 'published'], 'anyone else: not listed')
+    t.equal(all.total, 2, 'nor counted')
+    t.same(names(await list(user, `&owner_id=${owner.id}`)), ['bare', 'published'], 'nor listed by owner')
+    for (const [name, course] of [['draft', draft], ['scheduled', scheduled]]) {
+      t.same(await list(user, `&course_id=${course}`), missingCourse, `${name}: by course, the answer of a missing course`)
+    }
+    for (const cls of [inDraft, inScheduled]) {
+      for (const path of ['', '/students']) {
+        const missingId = randomUUID()
+        const missing = await get(user, `/v1/classes/${missingId}${path}`)
+        const res = await get(user, `/v1/classes/${cls.id}${path}`)
+        t.equal(res.statusCode, 404, `${cls.name}${path}: 404, not 403`)
+        t.same(json(res), JSON.parse(missing.body.replaceAll(missingId, cls.id)), `${cls.name}${path}: the body of a missing class`)
+      }
+      const add = await app.inject({ method: 'POST', url: `/v1/classes/${cls.id}/students`, headers: user.headers, payload: { first_name: 'Eve', sex: 'F' } })
+      t.equal(json(add).code, 'ClassNotFound', `${cls.name}: adding a student is 404 too`)
+    }
+  }
+
+  // Once the course is out, its classes are everyone's to see.
+  await app.db.updateTable('post').set({ published_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', draft).execute()
+  t.same(names(await list(reader)), ['bare', 'draft', 'published'])
+  t.equal((await get(reader, `/v1/classes/${inDraft.id}`)).statusCode, 200)
+  t.equal(json(await get(reader, `/v1/classes/${inDraft.id}/students`)).code, 'UserNotOwner', 'students stay the owner\'s')
+})
+
 t.test('POST /v1/classes/{classId}/students: class owner only; validation', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
