@@ -18,15 +18,15 @@ export const MY_MEDIA_SORTABLE = ['created_at', 'size'] as const
 export const MyMediaListQuery = ListQuery(MY_MEDIA_SORTABLE, {}, '-created_at')
 export type MyMediaListQuery = Static<typeof MyMediaListQuery>
 
-const Bytes = (description: string) => Type.Integer({ minimum: 0, description, examples: [1048576] })
+const Bytes = (description: string, example: number) => Type.Integer({ minimum: 0, description, examples: [example] })
 
 /** A page of the caller's own uploads, with what they all take against the storage quota. */
 export const MyMediaList = Type.Object({
   media: Type.Array(ref(Media)),
   total: Type.Integer({ minimum: 0, description: 'number of files the caller has stored' }),
-  used_bytes: Bytes('bytes of every file the caller has stored (all pages)'),
-  quota_bytes: Bytes('the most the caller\'s stored files may take (MEDIA_QUOTA_BYTES)'),
-  available_bytes: Bytes('what the next upload may take now: the quota less the stored files and the uploads in progress (never below 0); the per-upload limit applies as well')
+  used_bytes: Bytes('bytes of every file the caller has stored (all pages)', 48213),
+  quota_bytes: Bytes('the most the caller\'s stored files may take (MEDIA_QUOTA_BYTES)', 5368709120),
+  available_bytes: Bytes('what the next upload may take now: the quota less the stored files and the uploads in progress (never below 0); the per-upload limit applies as well', 5368660907)
 }, { title: 'MyMediaList', additionalProperties: false })
 export type MyMediaList = Static<typeof MyMediaList>
 

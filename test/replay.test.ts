@@ -151,6 +151,7 @@ async function record (app: FastifyInstance, r: Recorder) {
   const media = (await r.send('POST', '/v1/media', { user: grace, raw: form, type: `multipart/form-data; boundary=${BOUNDARY}` })).json()
   await r.send('POST', '/v1/media', { raw: form, type: `multipart/form-data; boundary=${BOUNDARY}` })
   await r.send('POST', '/v1/media', { user: grace, body: { file: 'x' } })
+  await r.send('GET', '/v1/users/me/media', { user: grace })
   await r.send('GET', `/v1/media/${media.id}`, { headers: { accept: 'application/json' } })
   const bytes = await r.send('GET', `/v1/media/${media.id}`)
   await r.send('GET', `/v1/media/${media.id}`, { headers: { 'if-none-match': String(bytes.headers.etag) } })
