@@ -49,7 +49,7 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
       { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer ${token}x` } },
       { method: 'GET', url: '/v1/profiles/me', headers: { authorization: `Bearer  ${token} extra` } },
       { method: 'POST', url: '/v1/posts', headers: { ...bearer, 'content-type': 'application/json' }, payload: `{"title": "${token}` },
-      // an upload: the multipart parser logs the request headers at trace
+      // an upload before the address is verified: refused (403) before the multipart parser runs
       { method: 'POST', url: '/v1/media', headers: { ...bearer, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload: UPLOAD }
     ] as const
     for (const r of requests) {
@@ -75,11 +75,17 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
   const statuses: number[] = []
   for (const r of verificationRequests) statuses.push((await app.inject(r as never)).statusCode)
   t.same(statuses, [422, 422, 422, 400, 200, 400, 204, 204], 'refused, refused …, the page shows its form, refused, then verified (twice: idempotent)')
+  // Verified, the upload reaches the multipart parser, which logs the request headers at trace.
+  for (const token of tokens) {
+    const upload = await app.inject({ method: 'POST', url: '/v1/media', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload: UPLOAD })
+    t.equal(upload.statusCode, 201, 'an upload once the address is verified')
+  }
   await app.close()
 
   const all = logs.join('')
   t.ok(logs.length > 40, `the session was logged (${logs.length} lines)`)
   t.match(all, /\[redacted\]/, 'a query token is logged as [redacted]')
+  t.match(all, /busboyOptions/, 'the upload parser\'s trace line, with the request headers, is among them')
   for (const token of tokens) {
     t.notOk(all.includes(token), 'no log line holds a whole token')
     t.notOk(all.includes(token.split('.')[2]), 'nor its signature')
