@@ -62,6 +62,9 @@ declare module 'fastify' {
   }
 }
 
+/** How far ahead of this clock a token's `iat` may be: another instance's clock may run ahead. */
+const IAT_SKEW_SECONDS = 60
+
 // The auth scheme is case-insensitive (RFC 9110 §11.1); the token is a three-part compact JWS.
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i
 
@@ -117,6 +120,8 @@ export default fp<AuthOptions>(async (fastify, opts) => {
     if (typeof id !== 'string' || !Number.isSafeInteger(gen) || typeof iat !== 'number' || typeof exp !== 'number') throw invalidToken()
     // maxAge bounds a token's age by its iat; this bounds what it claims (an exp years away).
     if (exp - iat > config.ACCESS_TOKEN_TTL) throw invalidToken()
+    // A token from the future would outlive maxAge by as much: only the clocks' skew is allowed.
+    if (iat > Date.now() / 1000 + IAT_SKEW_SECONDS) throw invalidToken()
     return { id, gen: gen as number }
   }
 

@@ -6,6 +6,7 @@ import { Type, type Static } from '../schemas/typebox.js'
 import { Ajv } from 'ajv'
 import envSchema from 'env-schema'
 import fp from 'fastify-plugin'
+import { ipv6Groups, mask } from './client-identity.js'
 
 /** Every setting Roja reads, with its default. The Config type derives from it. */
 export const EnvSchema = Type.Object({
@@ -28,6 +29,8 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 300 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
+  // Every limit counts an IPv6 client by its network of this many bits (plugins/client-identity.ts).
+  RATE_LIMIT_IPV6_PREFIX: Type.Integer({ minimum: 32, maximum: 128, default: 64 }),
   MAIL_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
   MAIL_RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 hour' }),
   REDIS_URL: Type.Optional(Type.String({ format: 'url', pattern: '^rediss?://' })),
@@ -65,6 +68,8 @@ export const EnvSchema = Type.Object({
   METRICS_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
   METRICS_CACHE_MS: Type.Integer({ minimum: 0, default: 1000 }),
   METRICS_RUNTIME_INFO: Type.Boolean({ default: false }),
+  // Production without METRICS_TOKEN or METRICS_ALLOW keeps /metrics closed unless this opens it.
+  METRICS_PUBLIC: Type.Boolean({ default: false }),
   // Tracing (plugins/tracing.ts), on when an OTLP endpoint is set; the SDK reads the other OTEL_* itself.
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
@@ -266,7 +271,33 @@ function parseTrustProxy (value: string | undefined, production: boolean): boole
   if (bad.length > 0 || entries.length === 0) {
     throw new ConfigError(`invalid configuration: TRUST_PROXY must be a comma list of proxy addresses, CIDRs or loopback/linklocal/uniquelocal; not ${bad.join(', ') || 'empty'}`)
   }
+  const broad = production ? entries.filter(e => !PROXY_RANGES.has(e) && trustsTooMany(e)) : []
+  if (broad.length > 0) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY=${broad.join(',')} trusts (nearly) every address, as TRUST_PROXY=true does; in production name the proxies, in ranges no wider than /8 for IPv4 and /32 for IPv6`)
+  }
   return entries
+}
+
+const MAPPED = [0, 0, 0, 0, 0, 0xffff, 0, 0] // ::ffff:0:0/96, IPv4 as IPv6
+const UNIQUE_LOCAL = [0xfc00, 0, 0, 0, 0, 0, 0, 0] // fc00::/7
+const LINK_LOCAL = [0xfe80, 0, 0, 0, 0, 0, 0, 0] // fe80::/10
+const same = (a: readonly number[], b: readonly number[]) => a.every((g, i) => g === b[i])
+const within = (groups: number[], prefix: number, net: readonly number[], bits: number) => prefix >= bits && same(mask(groups, bits), net)
+
+/**
+ * A CIDR wider than any proxy fleet: an IPv4 range wider than /8 (`0.0.0.0/0`, `0.0.0.0/1`), an IPv6
+ * one wider than /32 outside the private ranges (`::/0`), or one holding IPv4 through the mapped range
+ * (`::ffff:0:0/96`), which a dual-stack socket reports every IPv4 peer in.
+ */
+function trustsTooMany (entry: string): boolean {
+  const [address, text] = entry.split('/')
+  if (text === undefined) return false
+  const prefix = Number(text)
+  const groups = ipv6Groups(address)
+  if (groups === undefined) return prefix < 8
+  // holds all of the mapped range, or a part of it wider than an IPv4 /8
+  if (prefix <= 96 ? same(mask(groups, prefix), mask(MAPPED, prefix)) : within(groups, prefix, MAPPED, 96)) return prefix < 96 + 8
+  return prefix < 32 && !within(groups, prefix, UNIQUE_LOCAL, 7) && !within(groups, prefix, LINK_LOCAL, 10)
 }
 
 function isAddressOrCidr (entry: string): boolean {

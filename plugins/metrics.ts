@@ -12,6 +12,7 @@ import { loadConfig, type Config } from './config.js'
 import { queryChannel, type AppDb, type QueryMessage } from './db.js'
 import { AppError } from '../schemas/problems.js'
 import { KeyedHistogram } from './histogram.js'
+import { canonicalIp } from './client-identity.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,6 +25,8 @@ declare module 'fastify' {
       /** `reason`: the under-pressure check that tripped (eventLoopDelay, heapUsedBytes, rssBytes, healthCheck …) */
       shed: promClient.Counter<'reason'>
     }
+    /** requests whose password or mail limit was counted in this instance because Redis failed */
+    rateLimitStoreFallbacks: promClient.Counter
   }
 }
 
@@ -69,6 +72,8 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registry)
   fastify.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? '__unknown__'
+    // A balancer's health checks would be most of the requests, and dilute the 5xx share.
+    if (route === '/health') return done()
     const { method } = request
     const status = reply.statusCode
     requests.seriesFor(`${method} ${status} ${route}`, () => ({ method, route, status_code: String(status) }))
@@ -82,6 +87,11 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
     rateLimited: new promClient.Counter({ name: 'roja_rate_limit_refusals_total', help: 'requests refused with 429 by a rate limit; limit="global" (per client) or "route" (a route\'s own)', labelNames: ['limit'], registers: [registry] }),
     shed: new promClient.Counter({ name: 'roja_load_shed_refusals_total', help: 'requests refused with 503 by load shedding, by the check that tripped', labelNames: ['reason'], registers: [registry] })
   })
+  fastify.decorate('rateLimitStoreFallbacks', new promClient.Counter({
+    name: 'roja_rate_limit_store_fallbacks_total',
+    help: 'requests whose password or mail limit was counted in this instance because the shared store (Redis) failed',
+    registers: [registry]
+  }))
 
   const queryDuration = new KeyedHistogram('roja_db_query_duration_seconds', 'database query duration by operation (select, insert, update, delete, other)', QUERY_BUCKETS, registry)
   const queryErrors = new promClient.Counter({ name: 'roja_db_query_errors_total', help: 'database queries that failed, by operation', labelNames: ['operation'], registers: [registry] })
@@ -117,6 +127,11 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
   // Served from this registry alone, protected, rate-bounded (when the rate limiter is there,
   // which it is in the app) and never shed: scrapes matter most when the server is overloaded.
   const render = sharedRendering(registry, config.METRICS_CACHE_MS)
+  const guarded = Boolean(config.METRICS_TOKEN ?? config.metricsAllow)
+  if (config.production && !guarded) {
+    if (config.METRICS_PUBLIC) fastify.log.warn('METRICS_PUBLIC=true: GET /metrics is open to anyone in production; set METRICS_TOKEN or METRICS_ALLOW')
+    else fastify.log.warn('GET /metrics is closed (404): production needs METRICS_TOKEN or METRICS_ALLOW to serve it (or METRICS_PUBLIC=true)')
+  }
   fastify.get('/metrics', {
     logLevel: 'warn',
     config: { pressure: false, otel: false, rateLimit: { max: config.METRICS_RATE_LIMIT_MAX, timeWindow: 60_000 } },
@@ -128,7 +143,7 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
   })
 }, { name: 'metrics' })
 
-type MetricsConfig = Pick<Config, 'METRICS_RUNTIME_INFO' | 'METRICS_CACHE_MS' | 'METRICS_RATE_LIMIT_MAX' | 'METRICS_TOKEN' | 'metricsAllow' | 'databaseUrl'>
+type MetricsConfig = Pick<Config, 'METRICS_RUNTIME_INFO' | 'METRICS_CACHE_MS' | 'METRICS_RATE_LIMIT_MAX' | 'METRICS_TOKEN' | 'METRICS_PUBLIC' | 'metricsAllow' | 'databaseUrl' | 'production'>
 
 /** One rendering serves every scrape for `cacheMs`, so many scrapers cost what one does. */
 function sharedRendering (registry: promClient.Registry, cacheMs: number): () => Promise<string> {
@@ -146,14 +161,19 @@ function sharedRendering (registry: promClient.Registry, cacheMs: number): () =>
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 
-/** Refuses an address off METRICS_ALLOW (404: nothing here for it) and a missing or wrong METRICS_TOKEN (401). */
+/**
+ * Refuses an address off METRICS_ALLOW (404: nothing here for it) and a missing or wrong METRICS_TOKEN
+ * (401). In production with neither, everyone is refused (404) unless METRICS_PUBLIC opens it.
+ */
 function scrapeGuard (config: MetricsConfig) {
   const { metricsAllow: allow, METRICS_TOKEN: token } = config
   const expected = token ? digest(token) : undefined
+  const closed = config.production && !allow && !expected && !config.METRICS_PUBLIC
   return async (request: FastifyRequest) => {
+    if (closed) throw new AppError('NotFound', `no route ${request.method} ${request.url.split('?')[0]}`)
     if (allow) {
       // A dual-stack socket reports IPv4 peers as ::ffff:a.b.c.d
-      const ip = request.ip.startsWith('::ffff:') && isIPv4(request.ip.slice(7)) ? request.ip.slice(7) : request.ip
+      const ip = canonicalIp(request.ip) ?? request.ip
       if (!allow.check(ip, isIPv4(ip) ? 'ipv4' : 'ipv6')) throw new AppError('NotFound', `no route ${request.method} ${request.url.split('?')[0]}`)
     }
     if (expected) {

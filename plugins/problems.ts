@@ -120,11 +120,7 @@ function declareTransportErrors (route: RouteOptions) {
 
 export function toAppError (err: FastifyError & { validationContext?: string, errno?: number }): AppError {
   if (err instanceof AppError) return err
-  if (err.validation) {
-    const where = LOCATION[err.validationContext ?? 'body'] ?? 'body'
-    const errors = err.validation.map(v => issue(where, v as unknown as AjvIssue))
-    return new AppError('ValidationFailed', errors.map(e => `${e.field || where}: ${e.message}`).join('; '), { errors })
-  }
+  if (err.validation) return validationFailed(LOCATION[err.validationContext ?? 'body'] ?? 'body', err.validation as unknown as AjvIssue[])
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new AppError('UnsupportedMediaType', 'this route takes application/json')
     case 'FST_ERR_CTP_EMPTY_JSON_BODY': return new AppError('MalformedBody', 'the body is empty but the content type is application/json')
@@ -156,13 +152,76 @@ export function toAppError (err: FastifyError & { validationContext?: string, er
   return new AppError('InternalError', 'the server failed to answer this request')
 }
 
-interface AjvIssue { keyword: string, instancePath: string, message?: string, params: Record<string, unknown> }
+interface AjvIssue { keyword: string, instancePath: string, schemaPath?: string, message?: string, params: Record<string, unknown> }
 
-function issue (where: ValidationIssue['in'], v: AjvIssue): ValidationIssue {
+/** What a validation answer lists at most: a body of 90,000 unknown properties gets 20 issues, not 90,000. */
+export const MAX_ISSUES = 20
+const MAX_FIELD = 200
+const MAX_DETAIL = 1000
+// issues kept past MAX_ISSUES, so that an anyOf after them can still fold its branches in
+const FOLD_MARGIN = 32
+
+/**
+ * 422 ValidationFailed from the validator's errors, bounded whatever the input: at most MAX_ISSUES
+ * issues, each field name cut to MAX_FIELD characters, a detail of at most MAX_DETAIL that says
+ * how many more there were. A choice (anyOf of consts, a nullable enum) is one issue naming the values.
+ */
+function validationFailed (where: ValidationIssue['in'], raw: readonly AjvIssue[]): AppError {
+  const kept: Array<{ error: AjvIssue, choices?: unknown[] }> = []
+  let read = 0
+  for (; read < raw.length && kept.length < MAX_ISSUES + FOLD_MARGIN; read++) {
+    const error = raw[read]
+    const branches = error.keyword === 'anyOf' || error.keyword === 'oneOf' ? branchesOf(kept, error) : 0
+    const choices = branches > 0 ? choicesOf(kept.slice(kept.length - branches).map(k => k.error)) : undefined
+    if (choices) kept.length -= branches
+    kept.push({ error, choices })
+  }
+  const errors = kept.slice(0, MAX_ISSUES).map(({ error, choices }) => issue(where, error, choices))
+  const total = kept.length + (raw.length - read)
+  let detail = ''
+  let listed = 0
+  for (const e of errors) {
+    const part = `${e.field || where}: ${e.message}`
+    if (listed > 0 && detail.length + part.length + 2 > MAX_DETAIL) break
+    detail += `${listed > 0 ? '; ' : ''}${part}`
+    listed++
+  }
+  if (detail.length > MAX_DETAIL) detail = `${detail.slice(0, MAX_DETAIL - 1)}…`
+  if (total > listed) detail += `; and ${total - listed} more`
+  return new AppError('ValidationFailed', detail, { errors })
+}
+
+/** How many of the last kept errors are branches of this anyOf/oneOf (same value, under its schema path). */
+function branchesOf (kept: ReadonlyArray<{ error: AjvIssue }>, error: AjvIssue): number {
+  const under = `${error.schemaPath ?? '?'}/`
+  let n = 0
+  while (n < kept.length) {
+    const prior = kept[kept.length - 1 - n].error
+    if (prior.instancePath !== error.instancePath || !prior.schemaPath?.startsWith(under)) break
+    n++
+  }
+  return n
+}
+
+/** The values branches allow when each is a const, an enum or null; else undefined. */
+function choicesOf (branches: readonly AjvIssue[]): unknown[] | undefined {
+  const values: unknown[] = []
+  for (const b of branches) {
+    if (b.keyword === 'const') values.push(b.params.allowedValue)
+    else if (b.keyword === 'enum') values.push(...(b.params.allowedValues as unknown[]))
+    else if (b.keyword === 'type' && b.params.type === 'null') values.push(null)
+    else return undefined
+  }
+  return values
+}
+
+function issue (where: ValidationIssue['in'], v: AjvIssue, choices?: unknown[]): ValidationIssue {
   let field = v.instancePath
   if (v.keyword === 'required') field += `/${String(v.params.missingProperty)}`
   if (v.keyword === 'additionalProperties') field += `/${String(v.params.additionalProperty)}`
-  return { in: where, field, rule: v.keyword, message: validationMessage(v) }
+  if (field.length > MAX_FIELD) field = `${field.slice(0, MAX_FIELD - 1)}…`
+  const message = choices ? validationMessage({ keyword: 'enum', params: { allowedValues: choices } }) : validationMessage(v)
+  return { in: where, field, rule: v.keyword, message }
 }
 
 /** The RFC 9457 body of a catalogue error. */

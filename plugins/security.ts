@@ -4,6 +4,7 @@ import cors from '@fastify/cors'
 import helmet from 'helmet'
 import fp from 'fastify-plugin'
 import { AppError } from '../schemas/problems.js'
+import { canonicalIp, clientKey } from './client-identity.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -14,15 +15,32 @@ declare module 'fastify' {
 
 const TOKEN_PARAMS = new Set(['access_token', 'token'])
 
+// A run of base64url parts joined by dots (written plainly or percent-encoded). Each run is
+// matched once from its first character (the look-behind), so the cost stays linear in the URL.
+const DOTTED_RUN = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]+(?:(?:\.|%2[Ee])[A-Za-z0-9_-]*)+/g
+const DOT = /\.|%2[Ee]/g
+
+/** A run holding a JWT (a base64url JSON header, `eyJ` for `{"`, then two more parts) loses it from its header on. */
+function redactJwt (run: string): string {
+  const at = run.indexOf('eyJ')
+  if (at === -1) return run
+  const dots = run.slice(at).match(DOT)?.length ?? 0
+  return dots >= 2 ? `${run.slice(0, at)}[redacted]` : run
+}
+
 /**
- * The URL with the value of every access_token/token query parameter replaced, matched like
- * the refusal below matches them (decoded, case-insensitive), so the URL can be logged.
+ * The URL as it may be logged: the value of every access_token/token query parameter replaced,
+ * matched like the refusal below matches them (decoded, case-insensitive), and every JWT-shaped
+ * string anywhere else too (`?jwt=…`, `?access_token[]=…`, a token sent as a path id).
  */
 export function redactTokens (url: string): string {
   const query = url.indexOf('?')
-  if (query === -1 || !hasTokenParam(url, query)) return url
-  const parts = url.slice(query + 1).split('&').map(part => (isTokenKey(part) ? `${keyOf(part)}=[redacted]` : part))
-  return `${url.slice(0, query)}?${parts.join('&')}`
+  let out = url
+  if (query !== -1 && hasTokenParam(url, query)) {
+    const parts = url.slice(query + 1).split('&').map(part => (isTokenKey(part) ? `${keyOf(part)}=[redacted]` : part))
+    out = `${url.slice(0, query)}?${parts.join('&')}`
+  }
+  return out.includes('eyJ') ? out.replace(DOTTED_RUN, redactJwt) : out
 }
 
 /** Does the query (from the `?` at `query`) name an access_token/token parameter? */
@@ -90,15 +108,18 @@ function cidr (entry: string): [string, number] {
 }
 
 /**
- * At most `max` open connections per peer address: one client cannot hold every socket
- * (slowloris). The trusted proxies are exempt, as they carry everyone's connections.
+ * At most `max` open connections per client (clientKey: an IPv6 client by its network): one
+ * client cannot hold every socket (slowloris). The trusted proxies are exempt, as they carry
+ * everyone's connections.
  */
-function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown }, max: number, exempt: BlockList) {
+export function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown }, max: number, exempt: BlockList, ipv6Prefix: number) {
   const open = new Map<string, number>()
   server.on('connection', (socket: Socket) => {
-    const peer = socket.remoteAddress
-    if (peer === undefined) return
-    if (exempt.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) return
+    const address = socket.remoteAddress
+    if (address === undefined) return
+    const ip = canonicalIp(address) ?? address
+    if (exempt.check(ip, isIPv4(ip) ? 'ipv4' : 'ipv6')) return
+    const peer = clientKey(ip, ipv6Prefix)
     const count = (open.get(peer) ?? 0) + 1
     if (count > max) {
       socket.destroy()
@@ -120,7 +141,7 @@ function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (s
 export default fp(async (fastify) => {
   const { config } = fastify
   const httpsDirect = Boolean(config.TLS_CERT_FILE)
-  capConnectionsPerPeer(fastify.server, config.MAX_CONNECTIONS_PER_IP, trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []))
+  capConnectionsPerPeer(fastify.server, config.MAX_CONNECTIONS_PER_IP, trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []), config.RATE_LIMIT_IPV6_PREFIX)
 
   const headers = securityHeaders(helmet({
     // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.

@@ -85,9 +85,11 @@ export function describePattern (pattern: string): string {
       body = body.slice(3, -3)
       spaces = true
     }
-    const parser = new PatternParser(body)
-    const sequence = parser.sequence()
-    if (!parser.done()) throw new Unsupported()
+    if (start && end && !spaces) {
+      const list = describeCommaList(body)
+      if (list) return list
+    }
+    const sequence = parse(body)
     const words = sayItems(sequence)
     const lead = start && end ? 'must be' : start ? 'must start with' : end ? 'must end with' : 'must contain'
     return `${lead} ${words}${spaces ? ' (spaces around it are ignored)' : ''}`
@@ -95,6 +97,56 @@ export function describePattern (pattern: string): string {
     if (!(err instanceof Unsupported)) throw err
     return `must match the pattern ${pattern}`
   }
+}
+
+function parse (pattern: string): Item[] {
+  const parser = new PatternParser(pattern)
+  const sequence = parser.sequence()
+  if (!parser.done()) throw new Unsupported()
+  return sequence
+}
+
+/**
+ * `X(,X)*` or `X(,X){0,n}` (a sort, a tags filter) as a list: its choices named when X has few
+ * (`must be a comma list of: created_at, -created_at, title, -title`), else what each item must be.
+ */
+function describeCommaList (body: string): string | undefined {
+  const match = /^(.+)\(,\1\)(?:\*|\{0,(\d+)\})$/.exec(body)
+  if (!match) return undefined
+  const item = parse(match[1])
+  const most = match[2] === undefined ? '' : ` up to ${Number(match[2]) + 1}`
+  const choices = enumerate(item)
+  if (choices) return `must be a comma list of${most}: ${choices.join(', ')}`
+  return `must be a comma list of${most} items, each ${sayItems(item, true)}`
+}
+
+const MAX_CHOICES = 40
+
+/** Every string a sequence of literals, optional items and groups matches, when there are few; else undefined. */
+function enumerate (items: Item[]): string[] | undefined {
+  let strings = ['']
+  for (const { node, min, max } of items) {
+    if (max !== 1 || node.kind === 'chars') return undefined
+    const options = node.kind === 'literal' ? [node.text] : alternativesOf(node.alternatives)
+    if (!options) return undefined
+    const each = [...(min === 0 ? [''] : []), ...options]
+    // the later item varies slowest: `-?(a|b)` reads a, -a, b, -b
+    const next: string[] = []
+    for (const option of each) for (const prefix of strings) next.push(prefix + option)
+    if (next.length > MAX_CHOICES) return undefined
+    strings = next
+  }
+  return strings
+}
+
+function alternativesOf (alternatives: Item[][]): string[] | undefined {
+  const out: string[] = []
+  for (const alternative of alternatives) {
+    const strings = enumerate(alternative)
+    if (!strings) return undefined
+    out.push(...strings)
+  }
+  return out
 }
 
 class PatternParser {

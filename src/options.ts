@@ -22,7 +22,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: stdoutLines() }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
       // a token sent in the query (refused, 400) never reaches a log.
-      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: redactTokens(req.url), remoteAddress: req.ip }) },
+      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: loggedUrl(req.url), remoteAddress: req.ip }) },
       // Explicit paths for the shapes that are logged (a headers object, @fastify/multipart's
       // `busboyOptions.headers`), as wildcards are dear. None under `req`: its serializer above is its
       // rule, and a path there would clone every request line. `npm test`'s log scan catches a missed shape.
@@ -51,6 +51,9 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrors(config.PROBLEM_BASE_URI),
+    // The answer is built from the errors themselves (plugins/problems.ts), bounded; Fastify's own
+    // message would join every one of them (a body of 90,000 unknown properties).
+    schemaErrorFormatter: (errors, dataVar) => new Error(`${dataVar} failed validation (${errors.length} errors)`),
     clientErrorHandler: clientErrors(config.PROBLEM_BASE_URI),
     schemaController: {
       compilersFactory: {
@@ -81,9 +84,21 @@ const PRETTY = {
   messageFormat: '{if req.method}{req.method} {req.url} → {res.statusCode} {end}{msg}'
 }
 
+const MAX_LOGGED_URL = 2048
+
+/** The URL as a log line holds it: tokens redacted, at most MAX_LOGGED_URL characters. */
+function loggedUrl (url: string): string {
+  const redacted = redactTokens(url)
+  return redacted.length > MAX_LOGGED_URL ? `${redacted.slice(0, MAX_LOGGED_URL)}…` : redacted
+}
+
+// A balancer checks these every few hundred milliseconds: their lines would be most of the log.
+const QUIET_ROUTES = new Set(['/health'])
+
 /**
- * One log line per request at info, written when the answer has gone, with the method, url, status
- * and time together (Fastify writes two); the arrival is logged at debug, for a request that never finishes.
+ * One log line per request at info (debug for QUIET_ROUTES), written when the answer has gone, with the
+ * method, url, status and time together (Fastify writes two); the arrival is logged at debug, for a
+ * request that never finishes.
  */
 class OneLinePerRequest extends LogController {
   incomingRequest (request: FastifyRequest): void {
@@ -95,9 +110,16 @@ class OneLinePerRequest extends LogController {
     if (clientAborted(request)) return
     // A problem answer adds its code to the same line (and a 5xx its error, at level error).
     const problem = problemOf(request)
-    if (error || problem?.err) reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
-    else if (problem) reply.log.info({ req: request, res: reply, problem: problem.code, detail: problem.detail, responseTime: reply.elapsedTime }, 'request completed')
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    if (error || problem?.err) {
+      reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
+      return
+    }
+    const quiet = QUIET_ROUTES.has(request.routeOptions.url ?? '')
+    const line = problem
+      ? { req: request, res: reply, problem: problem.code, detail: problem.detail, responseTime: reply.elapsedTime }
+      : { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (quiet) reply.log.debug(line, 'request completed')
+    else reply.log.info(line, 'request completed')
   }
 }
 

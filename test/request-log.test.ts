@@ -7,11 +7,11 @@ t.test('at info, one line per request, written with the answer: method, url, sta
   const logs: string[] = []
   const app = await build(t, { logs, logLevel: 'info' })
   logs.length = 0
-  await app.inject({ method: 'GET', url: '/health' })
+  await app.inject({ method: 'GET', url: '/version' })
   await app.inject({ method: 'GET', url: '/v1/nowhere' })
   const [ok, missing, ...rest] = lines(logs)
   t.same(rest, [], 'two requests, two lines')
-  t.match(ok, { level: 30, msg: 'request completed', req: { method: 'GET', url: '/health' }, res: { statusCode: 200 } })
+  t.match(ok, { level: 30, msg: 'request completed', req: { method: 'GET', url: '/version' }, res: { statusCode: 200 } })
   t.type(ok.responseTime, 'number')
   t.match(missing, { msg: 'request completed', req: { url: '/v1/nowhere' }, res: { statusCode: 404 } })
   t.not(ok.reqId, missing.reqId, 'each line carries its request id')
@@ -21,9 +21,9 @@ t.test('at debug, the arrival is logged too', async (t) => {
   const logs: string[] = []
   const app = await build(t, { logs, logLevel: 'debug' })
   logs.length = 0
-  await app.inject({ method: 'GET', url: '/health' })
+  await app.inject({ method: 'GET', url: '/version' })
   const [arrival, done, ...rest] = lines(logs)
-  t.match(arrival, { level: 20, msg: 'incoming request', req: { method: 'GET', url: '/health' } })
+  t.match(arrival, { level: 20, msg: 'incoming request', req: { method: 'GET', url: '/version' } })
   t.match(done, { level: 30, msg: 'request completed', res: { statusCode: 200 } })
   t.equal(arrival.reqId, done.reqId)
   t.same(rest, [])

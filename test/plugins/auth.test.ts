@@ -68,6 +68,8 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     ['no token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: undefined }, hmac('sha256', TEST_SECRET))],
     ['another token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: 1 }, hmac('sha256', TEST_SECRET))],
     ['nbf in the future', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, nbf: now() + 3600 }, hmac('sha256', TEST_SECRET))],
+    ['iat an hour in the future (it would outlive maxAge)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 3600, exp: now() + 3600 + 600 }, hmac('sha256', TEST_SECRET))],
+    ['iat past the allowed clock skew', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 90, exp: now() + 600 }, hmac('sha256', TEST_SECRET))],
     ['tampered payload', `${user.token.split('.')[0]}.${b64({ ...claims, id: randomUUID() })}.${user.token.split('.')[2]}`],
     ['no id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: undefined }, hmac('sha256', TEST_SECRET))],
     ['a numeric id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: 42 }, hmac('sha256', TEST_SECRET))],
@@ -83,6 +85,10 @@ t.test('the bearer token check on an authenticated route', async (t) => {
       t.match(res.headers['www-authenticate'], /^Bearer error="invalid_token"/)
     })
   }
+
+  t.test('an iat within the clock skew (60 s) of another instance is accepted', async (t) => {
+    t.equal((await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 30, exp: now() + 600 }, hmac('sha256', TEST_SECRET))}`)).statusCode, 200)
+  })
 
   t.test('malformed Authorization headers: 401 InvalidCredentials', async (t) => {
     for (const header of [user.token, `Basic ${Buffer.from('a:b').toString('base64')}`, 'Bearer', 'Bearer ', `Token ${user.token}`, `Bearer ${user.token} extra`, `Bearer\t${user.token}`]) {

@@ -94,6 +94,23 @@ t.test('derived values', async (t) => {
     }
   })
 
+  t.test('TRUST_PROXY: production refuses a range that trusts (nearly) everyone, as true would', async (t) => {
+    const production = (value: string) => loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: value })
+    for (const everyone of ['0.0.0.0/0,::/0', '0.0.0.0/0', '::/0', '::ffff:0:0/96', '::/64', '0.0.0.0/1,128.0.0.0/1', '::ffff:0.0.0.0/100', '2000::/3', '10.0.0.5, 0.0.0.0/0']) {
+      t.throws(() => production(everyone), /trusts \(nearly\) every address, as TRUST_PROXY=true does/, everyone)
+    }
+    for (const fleet of ['10.0.0.0/8', '::ffff:10.0.0.0/104', 'fc00::/7', 'fd00::/8', 'fe80::/10', '2001:db8::/32', '2001:db8:1::/48', '::1', '10.0.0.5/32', 'uniquelocal']) {
+      t.ok(production(fleet).trustProxy, `${fleet} is a fleet's range`)
+    }
+    t.same(loadConfig({ TRUST_PROXY: '0.0.0.0/0,::/0' }).trustProxy, ['0.0.0.0/0', '::/0'], 'outside production, like true, it is allowed')
+  })
+
+  t.test('RATE_LIMIT_IPV6_PREFIX: 64 by default, 32 to 128', async (t) => {
+    t.equal(loadConfig({}).RATE_LIMIT_IPV6_PREFIX, 64)
+    t.equal(loadConfig({ RATE_LIMIT_IPV6_PREFIX: '128' }).RATE_LIMIT_IPV6_PREFIX, 128)
+    for (const bad of ['31', '129', 'wide']) t.throws(() => loadConfig({ RATE_LIMIT_IPV6_PREFIX: bad }), /RATE_LIMIT_IPV6_PREFIX/, bad)
+  })
+
   t.test('DATABASE_POOL_SIZE: 10 by default, 1 to 1000', async (t) => {
     t.equal(loadConfig({}).DATABASE_POOL_SIZE, 10)
     t.equal(loadConfig({ DATABASE_POOL_SIZE: '1' }).DATABASE_POOL_SIZE, 1)

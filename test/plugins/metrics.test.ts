@@ -81,6 +81,7 @@ t.test('GET /metrics has the request-duration histogram by method, route templat
   await server.inject({ method: 'GET', url: `/things/${ID}` })
   await server.inject({ method: 'GET', url: '/things/3b241101-e2bb-4255-8caf-000000000000' })
   await server.inject({ method: 'GET', url: '/things/not-a-uuid' })
+  await server.inject({ method: 'GET', url: '/version' })
   await server.inject({ method: 'GET', url: '/health' })
   const res = await server.inject({ method: 'GET', url: '/metrics' })
   t.equal(res.statusCode, 200)
@@ -97,7 +98,8 @@ t.test('GET /metrics has the request-duration histogram by method, route templat
   t.equal(thing.find(s => s.labels.status_code === '200')?.value, 2, 'both ids count in one series')
   t.notMatch(text, new RegExp(ID), 'no per-URL series')
   t.notMatch(text, /not-a-uuid/)
-  t.ok(counts.some(s => s.labels.route === '/health' && s.labels.status_code === '200'))
+  t.ok(counts.some(s => s.labels.route === '/version' && s.labels.status_code === '200'))
+  t.notOk(counts.some(s => s.labels.route === '/health'), 'a balancer\'s health checks stay out of it (they would dilute the 5xx share)')
   t.ok(samples(text, 'http_request_duration_seconds_sum').length > 0, 'a sum, so average = sum/count')
   const buckets = samples(text, 'http_request_duration_seconds_bucket').filter(s => s.labels.route === '/things/:thingId' && s.labels.status_code === '200')
   t.ok(buckets.length > 2, 'several buckets')
@@ -345,6 +347,36 @@ t.test('METRICS_ALLOW and METRICS_TOKEN together: both are needed', async (t) =>
   t.equal((await scrapeAs('10.0.0.2', `Bearer ${token}`)).statusCode, 404)
 })
 
+t.test('production: /metrics is closed without METRICS_TOKEN or METRICS_ALLOW, unless METRICS_PUBLIC opens it, loudly', async (t) => {
+  const production = { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' }
+  const viaProxy = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' }
+  const warnings = (logs: string[]) => logs.map(l => JSON.parse(l) as { level: number, msg: string }).filter(l => l.level === 40 && /metrics/i.test(l.msg))
+
+  const closedLogs: string[] = []
+  const closed = await build(t, { env: production, logs: closedLogs, logLevel: 'warn' })
+  const refused = await closed.inject({ method: 'GET', url: '/metrics', headers: viaProxy })
+  t.equal(refused.statusCode, 404, 'nobody may scrape')
+  t.match(json(refused), { code: 'NotFound' })
+  t.notMatch(refused.body, /http_request_duration_seconds/)
+  t.match(warnings(closedLogs), [{ msg: /closed.*METRICS_TOKEN or METRICS_ALLOW/ }], 'the start says why')
+
+  const openLogs: string[] = []
+  const open = await build(t, { env: { ...production, METRICS_PUBLIC: 'true' }, logs: openLogs, logLevel: 'warn' })
+  t.equal((await open.inject({ method: 'GET', url: '/metrics', headers: viaProxy })).statusCode, 200, 'METRICS_PUBLIC=true opens it')
+  t.match(warnings(openLogs), [{ msg: /METRICS_PUBLIC=true.*open to anyone/ }], 'with a warning at start')
+
+  const token = 'a-metrics-token-of-some-length'
+  const guardedLogs: string[] = []
+  const guarded = await build(t, { env: { ...production, METRICS_TOKEN: token }, logs: guardedLogs, logLevel: 'warn' })
+  t.equal((await guarded.inject({ method: 'GET', url: '/metrics', headers: { ...viaProxy, authorization: `Bearer ${token}` } })).statusCode, 200, 'the token opens it')
+  t.same(warnings(guardedLogs), [], 'and no warning is due')
+  const allowed = await build(t, { env: { ...production, METRICS_ALLOW: '203.0.113.0/24' } })
+  t.equal((await allowed.inject({ method: 'GET', url: '/metrics', headers: viaProxy })).statusCode, 200, 'so does the allowlist')
+
+  const local = await build(t)
+  t.equal((await local.inject({ method: 'GET', url: '/metrics' })).statusCode, 200, 'outside production it stays open by default')
+})
+
 t.test('a bad METRICS_ALLOW or METRICS_TOKEN stops the start with a message naming it', async (t) => {
   for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0.1/', '10.0.0.1/8/8', 'fd00::/129', '10.0.0.256']) {
     t.throws(() => testConfig({ METRICS_ALLOW: bad }), new ConfigError(`invalid configuration: METRICS_ALLOW entry "${bad}" is not an IP address or CIDR range`), bad)
@@ -372,10 +404,10 @@ t.test('scrapes are rate-bounded per client (429 + Retry-After) and share one re
 t.test('with METRICS_CACHE_MS=0 every scrape is rendered anew', async (t) => {
   const server = await build(t, { env: { METRICS_CACHE_MS: '0' } })
   const first = await scrape(server)
-  await server.inject({ method: 'GET', url: '/health' })
+  await server.inject({ method: 'GET', url: '/version' })
   const second = await scrape(server)
   t.not(second, first)
-  t.ok(samples(second, 'http_request_duration_seconds_count').some(s => s.labels.route === '/health'))
+  t.ok(samples(second, 'http_request_duration_seconds_count').some(s => s.labels.route === '/version'))
 })
 
 t.test('the scrape stays small: under 24 KB after traffic on a dozen routes', async (t) => {

@@ -1,12 +1,13 @@
 import { connect, type AddressInfo } from 'node:net'
 import { Type } from '../../schemas/typebox.js'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import config from '../../plugins/config.js'
 import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../schemas/problems.js'
 import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
+import { createCreator } from '../fixtures.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 const BASE = 'https://problems.example.test/p'
@@ -118,6 +119,51 @@ t.test('validation failures are 422 ValidationFailed with errors[] naming where,
     const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
     t.same(body.errors, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must be at least 3 characters long' }])
   })
+})
+
+t.test('a validation answer and its log line stay small whatever the input', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs, logLevel: 'info' })
+  const creator = await createCreator(app)
+  const requestLine = () => logs.map(l => ({ text: l, line: JSON.parse(l) as { msg: string } })).filter(l => l.line.msg === 'request completed').at(-1)?.text ?? ''
+  const bounded = (res: LightMyRequestResponse, what: string) => {
+    t.equal(res.statusCode, 422, what)
+    t.ok(res.body.length < 16_384, `${what}: the answer is ${res.body.length} bytes, under 16 KB`)
+    const line = requestLine()
+    t.ok(line.length > 0 && line.length < 4096, `${what}: its log line is ${line.length} bytes, under 4 KB`)
+    const body = json(res)
+    t.ok(body.errors.length <= 20, `${what}: at most 20 issues (${body.errors.length})`)
+    t.ok(body.detail.length <= 1100, `${what}: a bounded detail (${body.detail.length} characters)`)
+    return body
+  }
+
+  // sign-up with 1 MB of unknown properties
+  const person = { username: 'ada', email: 'ada@example.com', password: 'correct horse battery staple', first_name: 'Ada' }
+  const signUp: Record<string, unknown> = { ...person }
+  let properties = 0
+  for (let size = 100; size < 1_000_000; properties++) { const key = `p${properties}`; signUp[key] = 1; size += key.length + 5 }
+  const payload = JSON.stringify(signUp)
+  t.ok(payload.length < 1_048_576, 'within BODY_LIMIT_BYTES')
+  const many = bounded(await app.inject({ method: 'POST', url: '/v1/profiles', payload, headers: { 'content-type': 'application/json' } }), `${properties} unknown properties`)
+  t.equal(many.errors.length, 20)
+  t.same(many.errors[0], { in: 'body', field: '/p0', rule: 'additionalProperties', message: 'is not a known property' })
+  const more = Number(/; and (\d+) more$/.exec(many.detail)?.[1])
+  t.ok(more >= properties - 20, `the detail says how many more (${more})`)
+
+  // a post with 100,000 bad tags
+  const tags = Array.from({ length: 100_000 }, () => 'x!')
+  const tagged = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'T', tags } }), '100,000 bad tags')
+  t.equal(tagged.errors[0].field, '/tags', 'the count rule comes first')
+  t.equal(tagged.errors[0].rule, 'maxItems')
+
+  // one unknown property whose name is 500 KB
+  const name = 'k'.repeat(500_000)
+  const long = bounded(await app.inject({ method: 'POST', url: '/v1/profiles', payload: { ...person, [name]: 1 } }), 'a 500 KB property name')
+  t.ok(long.errors.every((e: { field: string }) => e.field.length <= 200), 'field names are cut')
+
+  // a long URL of unknown parameters
+  const url = `/v1/posts?${Array.from({ length: 600 }, (_, i) => `q${i}=1`).join('&')}`
+  bounded(await app.inject({ method: 'GET', url }), `a ${url.length}-character query`)
 })
 
 t.test('a body that is not JSON is 400 MalformedBody', async (t) => {

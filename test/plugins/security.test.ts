@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generate } from 'selfsigned'
 import t from 'tap'
+import { redactTokens } from '../../plugins/security.js'
+import { createUser } from '../fixtures.js'
 import { build, json } from '../helper.js'
 
 const PRODUCTION = { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' }
@@ -118,6 +120,38 @@ t.test('query parameters that only look like token names are not refused', async
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 404, url)
   }
+})
+
+t.test('a JWT under any other name, or anywhere in the URL, is never logged', async (t) => {
+  const logs: string[] = []
+  const app = await build(t, { logs, logLevel: 'trace' })
+  const user = await createUser(app)
+  const token = user.token
+  const dotted = token.replaceAll('.', '%2E')
+  const urls = [
+    `/v1/profiles/me?access_token[]=${token}`,
+    `/v1/profiles/me?access_token%00=${token}`,
+    `/v1/profiles/me?jwt=${token}`,
+    `/v1/profiles/me?id_token=${token}`,
+    `/v1/profiles/me?auth=Bearer%20${token}`,
+    `/v1/profiles/me?x=${dotted}`,
+    `/v1/posts/${token}`,
+    `/v1/nowhere/${token}/more`,
+    `/v1/posts?sort=${token}`
+  ]
+  for (const url of urls) {
+    const res = await app.inject({ method: 'GET', url })
+    t.ok(res.statusCode >= 400 && res.statusCode < 500, `${url.slice(0, 40)}: ${res.statusCode}`)
+  }
+  const all = logs.join('')
+  t.ok(logs.length >= urls.length, 'each request was logged')
+  t.notOk(all.includes(token), 'no log line holds the token')
+  t.notOk(all.includes(token.split('.')[1]), 'nor its payload')
+  t.notOk(all.includes(token.split('.')[2]), 'nor its signature')
+  t.notOk(all.includes(dotted.split('%2E')[1]), 'nor the percent-encoded form')
+  t.match(all, /"url":"\/v1\/nowhere\/\[redacted\]\/more"[^\n]*"request completed"/, 'a token sent in the path is replaced in the request line')
+  t.equal(redactTokens('/v1/posts?q=a.b.c&file=x.tar.gz'), '/v1/posts?q=a.b.c&file=x.tar.gz', 'dotted text that is not a JWT stays')
+  t.equal(redactTokens(`/v1/x?next=${'eyJ'.repeat(5000)}`).length, 15_011, 'a long run without dots stays, in linear time')
 })
 
 t.test('production behind a trusted proxy', async (t) => {

@@ -30,16 +30,20 @@ t.test('query, path and list rules in words', async (t) => {
   const creator = await createCreator(app)
   const cases: Array<[string, string, string, string]> = [
     ['/v1/posts?limit=500', '/limit', 'maximum', 'must be 100 or less'],
-    ['/v1/posts?sort=rating', '/sort', 'pattern', "must be optionally '-', then one of 'created_at', 'updated_at', 'published_at' or 'title', then any number of times (',' followed by optionally '-' followed by one of 'created_at', 'updated_at', 'published_at' or 'title')"],
+    ['/v1/posts?sort=rating', '/sort', 'pattern', 'must be a comma list of: created_at, -created_at, updated_at, -updated_at, published_at, -published_at, title, -title'],
+    ['/v1/posts?tags=a%20b', '/tags', 'pattern', "must be a comma list of up to 10 items, each a letter or digit followed by up to 31 letters, digits, '_' or '-'"],
     ['/v1/posts?type=VIDEO', '/type', 'enum', 'must be one of: ARTICLE, COURSE'],
+    ['/v1/alerts?kind=mention', '/kind', 'anyOf', 'must be one of: review, comment'],
     ['/v1/posts/not-a-uuid', '/postId', 'format', 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'],
     ['/v1/shops/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10/products?currency=eur', '/currency', 'pattern', 'must be 3 upper-case letters']
   ]
   for (const [url, field, rule, message] of cases) {
     const res = await app.inject({ method: 'GET', url, headers: creator.headers })
     t.equal(res.statusCode, 422, url)
-    const issue = (json(res).errors as Array<{ field: string, rule: string, message: string }>).find(e => e.field === field && e.rule === rule)
+    const errors = json(res).errors as Array<{ field: string, rule: string, message: string }>
+    const issue = errors.find(e => e.field === field && e.rule === rule)
     t.equal(issue?.message, message, `${url}: ${field} ${rule}`)
+    if (rule === 'anyOf') t.equal(errors.filter(e => e.field === field).length, 1, `${url}: one issue for ${field}, not one per allowed form`)
   }
   const post = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'x', slug: 'Not A Slug', tags: ['ok', 'no spaces'] } })
   const errors = json(post).errors as Array<{ field: string, message: string }>
@@ -70,4 +74,6 @@ t.test('every rule keyword has words of its own', async (t) => {
   t.equal(describePattern('^https?://'), "must start with 'http', then optionally 's', then '://'")
   t.equal(describePattern('^[0-9a-f]{64}$'), 'must be 64 lower-case hexadecimal digits')
   t.equal(describePattern('^[^x]+$'), 'must match the pattern ^[^x]+$', 'an unsupported construct is quoted, not misread')
+  t.equal(describePattern('^-?(a|b)(,-?(a|b))*$'), 'must be a comma list of: a, -a, b, -b', 'a list of few choices names them')
+  t.equal(describePattern('^[0-9]{1,3}(,[0-9]{1,3}){0,4}$'), 'must be a comma list of up to 5 items, each 1 to 3 digits')
 })

@@ -8,10 +8,10 @@ import { checkCredentials, normaliseUsername } from '../../domain/users.js'
 
 const FORM = 'application/x-www-form-urlencoded'
 
-/** The stricter limit of the token endpoint counts attempts per client IP and username. */
-function ipAndUsername (request: FastifyRequest): string {
+/** The stricter limit of the token endpoint counts attempts per client and username. */
+function usernameOf (request: FastifyRequest): string {
   const username = (request.body as { username?: unknown } | undefined)?.username
-  return `${request.ip}|${typeof username === 'string' ? normaliseUsername(username) : ''}`
+  return typeof username === 'string' ? normaliseUsername(username) : ''
 }
 
 /** POST /v1/auth/token: a bearer token for a username and password (JSON or the RFC 6749 form). */
@@ -32,8 +32,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     onRequest: fastify.clientRateLimit,
     config: {
       contentTypes: ['application/json', FORM],
-      // After validation, so the key can read the username from the body.
-      rateLimit: { max: fastify.config.AUTH_RATE_LIMIT_MAX, timeWindow: fastify.config.RATE_LIMIT_WINDOW, hook: 'preHandler', keyGenerator: ipAndUsername }
+      rateLimit: fastify.passwordRateLimit(usernameOf)
     },
     schema: {
       tags: ['auth'],
