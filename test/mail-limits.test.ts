@@ -56,3 +56,20 @@ t.test('mail-sending routes stop at MAIL_RATE_LIMIT_MAX per user, from any IP, a
   const otherRes = await app.inject({ method: 'POST', url: `/v1/users/${other.id}/email`, headers: other.headers })
   t.equal(otherRes.statusCode, 202, 'another user has their own')
 })
+
+t.test('with Redis unreachable the limit still holds: counted in this instance, never skipped', async (t) => {
+  const app = await build(t, { env: { MAIL_RATE_LIMIT_MAX: String(MAX), REDIS_URL: 'redis://127.0.0.1:1' } })
+  const queued = async () => (await app.db.selectFrom('outbox_message').select('id').execute()).length
+  const me = await createCreator(app, { verified: true })
+  const postId = await insertPost(app, me.id, 'Mine')
+  const reader = await createUser(app)
+  await createReview(app.db, postId, reader.id, { rating: 5 })
+  const [alert] = json(await app.inject({ method: 'GET', url: '/v1/alerts', headers: me.headers })).alerts
+  const before = await queued()
+  const statuses: number[] = []
+  for (let n = 1; n <= MAX + 4; n++) {
+    statuses.push((await app.inject({ method: 'POST', url: `/v1/alerts/${alert.id as string}/resend`, headers: me.headers, remoteAddress: `10.8.0.${n}` })).statusCode)
+  }
+  t.same(statuses, [...Array(MAX).fill(202), 429, 429, 429, 429], `${MAX} resends, then 429`)
+  t.equal(await queued() - before, MAX, 'only the allowed ones queued mail')
+})
