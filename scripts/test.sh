@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# npm test [-- files...]: type-check and build dist/ (once, for every test that runs the built
-# server), then three tap runs side by side: the database-blind files once, and every other file on
-# SQLite and on PostgreSQL (when TEST_DATABASE_URL is set; ROJA_TEST_DIALECT=sqlite or postgres runs
-# that database alone). Every run happens even when another fails, so one CI run shows every failure.
+# npm test [-- files...]: build dist/ (once, for every test that runs the built server), then three
+# tap runs side by side, the type-check beside them: the database-blind files once, and every other
+# file on SQLite and on PostgreSQL (when TEST_DATABASE_URL is set; ROJA_TEST_DIALECT=sqlite or
+# postgres runs that database alone). Every run happens even when another fails, so one CI run shows
+# every failure.
 # After each run, every log its apps wrote is searched for every secret they issued
 # (test/log-capture.ts records, scripts/scan-test-logs.ts searches); the logs of a run whose scan
 # fails are kept for reading. TEST_JOBS: test files at a time in each run.
@@ -33,17 +34,29 @@ case "${ROJA_TEST_DIALECT:-}" in
   *) echo "ROJA_TEST_DIALECT must be sqlite or postgres, not $ROJA_TEST_DIALECT"; exit 1 ;;
 esac
 
-# Type-check and build side by side; the tests need both. The build is npm start's own (prestart:
-# only what changed), so the tests that run `npm start` find it done and never build meanwhile.
-checked=$(mktemp) built=$(mktemp)
-npm run --silent typecheck > "$checked" 2>&1 & typecheck=$!
+# tap rebuilds its Test class inside node_modules when the configured plugins are not the ones it
+# was installed with (package.json leaves @tapjs/typescript out). Done here, once: three runs that
+# start at once would each begin that build and break the others'.
+tap_built () {
+  node --input-type=module -e "
+    const { TapConfig } = await import('@tapjs/config')
+    const { signature } = await import('@tapjs/test')
+    process.exit((await TapConfig.load()).pluginSignature === signature ? 0 : 1)" 2>/dev/null || "$tap" build
+}
+
+# Before any test: dist/, built the way npm start builds it (prestart: only what changed), so the
+# tests that run `npm start` find it done and never build at the same time; and tap's own build.
+built=$(mktemp)
 npm run --silent prestart > "$built" 2>&1 & build=$!
-wait $typecheck; typecheck=$?
-wait $build; build=$?
-cat "$checked" "$built"; rm -f "$checked" "$built"
-[ $typecheck -eq 0 ] || { echo "the type-check failed"; exit 1; }
-[ $build -eq 0 ] || { echo "the build failed"; exit 1; }
-echo "== time: type-check and build, side by side: $SECONDS s"
+tap_built >> "$built" 2>&1 || { cat "$built"; echo "tap build failed"; exit 1; }
+wait $build || { cat "$built"; echo "the build failed"; exit 1; }
+rm -f "$built"
+echo "== time: build: $SECONDS s"
+
+# The type-check runs beside the tests (which tsx runs without it), and fails npm test after them.
+checked=$(mktemp)
+from=$SECONDS
+{ npm run --silent typecheck > "$checked" 2>&1; code=$?; echo "== time: type-check: $((SECONDS - from)) s" >> "$checked"; exit $code; } & typecheck=$!
 
 # One tap run and the scan of its logs, all its output to $log. Dialect `none`: the database-blind files.
 run () {
@@ -77,4 +90,7 @@ for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || status=1
   cat "${logs[$i]}"; rm -f "${logs[$i]}"
 done
+echo "== type-check (tsc --noEmit)"
+wait $typecheck || status=1
+cat "$checked"; rm -f "$checked"
 exit $status
