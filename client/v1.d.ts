@@ -133,7 +133,7 @@ export interface paths {
         };
         /**
          * All classes
-         * @description Any signed-in active user: every class, filtered by owner or course. Changes nothing.
+         * @description Any signed-in active user: every class the caller may see, filtered by owner or course. The classes of a draft or scheduled course are listed to the course's creator only (for anyone else they are as absent as those of a missing course). Changes nothing.
          */
         get: operations["listClasses"];
         put?: never;
@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * One class
-         * @description Any signed-in active user: one class. Changes nothing.
+         * @description Any signed-in active user: one class; a class of a draft or scheduled course only to the course's creator (anyone else 404, as for a missing class). Changes nothing.
          */
         get: operations["getClass"];
         put?: never;
@@ -177,13 +177,13 @@ export interface paths {
         };
         /**
          * Students of a class (owner); filter sex; limit/offset or page/count
-         * @description The class owner only (others 403): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.
+         * @description The class owner only (others 403; 404 for a class the caller cannot see): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.
          */
         get: operations["listStudents"];
         put?: never;
         /**
          * Add a student to a class (owner)
-         * @description The class owner only: adds a student to the class.
+         * @description The class owner only (others 403; 404 for a class the caller cannot see): adds a student to the class.
          */
         post: operations["createStudent"];
         delete?: never;
@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * One student of a class (owner)
-         * @description The class owner only: one student of the class. Changes nothing.
+         * @description The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.
          */
         get: operations["getStudent"];
         put?: never;
@@ -371,7 +371,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file (multipart/form-data, one file field `file`)
-         * @description Any signed-in active user: uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the size limit 413 and nothing kept. Not idempotent: a retry makes a second media.
+         * @description Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the per-upload limit 413 PayloadTooLarge, over what the caller's storage quota has left (uploads in progress count) 413 StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: a retry makes a second media.
          */
         post: operations["uploadMedia"];
         delete?: never;
@@ -449,7 +449,11 @@ export interface paths {
         delete: operations["deletePost"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order
+         * @description The post's creator only (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchPost"];
         trace?: never;
     };
     "/v1/posts/{postId}/comments": {
@@ -501,7 +505,11 @@ export interface paths {
         delete: operations["deleteComment"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a comment (author), a JSON Merge Patch
+         * @description The comment's author only (others 403): merges a JSON Merge Patch (RFC 7396): a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchComment"];
         trace?: never;
     };
     "/v1/posts/{postId}/reviews": {
@@ -589,7 +597,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of the caller's profile, a JSON Merge Patch
+         * @description Signed-in users: merges a JSON Merge Patch (RFC 7396) into the writable fields of the caller's own profile: a member present replaces the field, null clears an optional one (on first_name it is 422), an absent member is kept; username, e-mail and password do not change here. The merged profile must pass the rules of PUT (422, an avatar_url on an allowed media host) or nothing changes. A stale If-Match is 412.
+         */
+        patch: operations["patchMyProfile"];
         trace?: never;
     };
     "/v1/profiles/{profileId}": {
@@ -661,7 +673,11 @@ export interface paths {
         delete: operations["deleteShop"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of a shop (owner), a JSON Merge Patch
+         * @description The shop's owner only (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchShop"];
         trace?: never;
     };
     "/v1/shops/{shopId}/products": {
@@ -711,6 +727,30 @@ export interface paths {
          * @description The shop's owner only: removes the product. A stale If-Match is 412 and changes nothing.
          */
         delete: operations["deleteProduct"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some fields of a product (shop owner), a JSON Merge Patch
+         * @description The shop's owner only: merges a JSON Merge Patch (RFC 7396) into the product's writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchProduct"];
+        trace?: never;
+    };
+    "/v1/users/me/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own uploads and their storage quota
+         * @description Signed-in users: the caller's own uploads (newest first by default, sortable by `created_at` or `size`), with `used_bytes` (all of them, every page), `quota_bytes` (MEDIA_QUOTA_BYTES) and `available_bytes` (what the next upload may take now; uploads in progress count). Changes nothing.
+         */
+        get: operations["listMyMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -981,6 +1021,17 @@ export interface components {
             /** @description number of items the filters match */
             total: number;
         };
+        /**
+         * CommentPatch
+         * @description JSON Merge Patch of CommentWrite: a member present replaces the field, an absent one is kept; text cannot be cleared
+         */
+        CommentPatch: {
+            /**
+             * @description required: may be changed, not cleared (null is 422)
+             * @example Thanks, this helped.
+             */
+            text?: string;
+        };
         /** CommentWrite */
         CommentWrite: {
             /** @example Thanks, this helped. */
@@ -1202,7 +1253,8 @@ export interface components {
         };
         /** PostCreate */
         PostCreate: {
-            body?: string;
+            /** @description absent or null: empty */
+            body?: string | null;
             /**
              * Format: uri
              * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
@@ -1214,10 +1266,10 @@ export interface components {
              * @example 2026-11-21T09:30:00Z
              */
             published_at?: string | null;
-            /** @description lower-case words joined by -; derived from the title when absent; unique per creator (409) */
-            slug?: string;
-            /** @description at most 10 tags of letters, digits, - and _; stored lower-cased, duplicates dropped */
-            tags?: string[];
+            /** @description lower-case words joined by -; derived from the title when absent or null (on PUT: absent keeps it); unique per creator (409) */
+            slug?: string | null;
+            /** @description at most 10 tags of letters, digits, - and _; stored lower-cased, duplicates dropped; absent or null: none */
+            tags?: string[] | null;
             /** @example My first post */
             title: string;
             /**
@@ -1232,9 +1284,44 @@ export interface components {
             /** @description number of items the filters match */
             total: number;
         };
+        /**
+         * PostPatch
+         * @description JSON Merge Patch of PostUpdate: a member present replaces the field, null clears an optional one (a null slug is derived from the title, a null published_at makes a draft), an absent one is kept
+         */
+        PostPatch: {
+            /** @description null: empty */
+            body?: string | null;
+            /**
+             * Format: uri
+             * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
+             * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+             */
+            media_url?: string | null;
+            /**
+             * @description a future time schedules the post; null makes it a draft
+             * @example 2026-11-21T09:30:00Z
+             */
+            published_at?: string | null;
+            /** @description lower-case words joined by -; null: derived from the title again; unique per creator (409) */
+            slug?: string | null;
+            /** @description at most 10 tags of letters, digits, - and _; stored lower-cased, duplicates dropped; replaced whole; null: none */
+            tags?: string[] | null;
+            /**
+             * @description required: may be changed, not cleared (null is 422)
+             * @example My first post
+             */
+            title?: string;
+            /**
+             * @description required: may be changed, not cleared (null is 422)
+             * @example ARTICLE
+             * @enum {string}
+             */
+            type?: "ARTICLE" | "COURSE";
+        };
         /** PostUpdate */
         PostUpdate: {
-            body?: string;
+            /** @description absent or null: empty */
+            body?: string | null;
             /**
              * Format: uri
              * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
@@ -1246,10 +1333,10 @@ export interface components {
              * @example 2026-11-21T09:30:00Z
              */
             published_at?: string | null;
-            /** @description lower-case words joined by -; derived from the title when absent; unique per creator (409) */
-            slug?: string;
-            /** @description at most 10 tags of letters, digits, - and _; stored lower-cased, duplicates dropped */
-            tags?: string[];
+            /** @description lower-case words joined by -; derived from the title when absent or null (on PUT: absent keeps it); unique per creator (409) */
+            slug?: string | null;
+            /** @description at most 10 tags of letters, digits, - and _; stored lower-cased, duplicates dropped; absent or null: none */
+            tags?: string[] | null;
             /** @example My first post */
             title: string;
             /**
@@ -1313,6 +1400,23 @@ export interface components {
             products: components["schemas"]["Product"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * ProductPatch
+         * @description JSON Merge Patch of ProductWrite: a member present replaces the field, null clears the description, an absent one is kept
+         */
+        ProductPatch: {
+            /**
+             * @description ISO 4217 code of a circulating currency, upper case; required: may be changed, not cleared (null is 422)
+             * @example EUR
+             * @enum {string}
+             */
+            currency?: "AED" | "AFN" | "ALL" | "AMD" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHF" | "CLP" | "CNY" | "COP" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "UYU" | "UZS" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+            description?: string | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            name?: string;
+            /** @description price in the minor unit (cents); required: may be changed, not cleared (null is 422) */
+            price_cents?: number;
         };
         /** ProductWrite */
         ProductWrite: {
@@ -1385,6 +1489,36 @@ export interface components {
              * @example ada_lovelace
              */
             username: string;
+            /**
+             * Format: uri
+             * @example https://ada.example.com
+             */
+            website?: string | null;
+        };
+        /**
+         * ProfilePatch
+         * @description JSON Merge Patch of ProfileUpdate: a member present replaces the field, null clears an optional one, an absent one is kept
+         */
+        ProfilePatch: {
+            age?: number | null;
+            /**
+             * Format: uri
+             * @description URL on an allowed internal media host (ALLOWED_MEDIA_HOSTS)
+             * @example http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+             */
+            avatar_url?: string | null;
+            /**
+             * @description one of a fixed list of bands
+             * @enum {string|null}
+             */
+            favorite_band?: "ABBA" | "Arctic Monkeys" | "Daft Punk" | "Fleetwood Mac" | "Led Zeppelin" | "Metallica" | "Nirvana" | "Pink Floyd" | "Queen" | "Radiohead" | "The Beatles" | "The Rolling Stones" | null;
+            /**
+             * @description required: may be changed, not cleared (null is 422)
+             * @example Ada
+             */
+            first_name?: string;
+            /** @example Lovelace */
+            last_name?: string | null;
             /**
              * Format: uri
              * @example https://ada.example.com
@@ -1484,6 +1618,15 @@ export interface components {
             shops: components["schemas"]["Shop"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * ShopPatch
+         * @description JSON Merge Patch of ShopWrite: a member present replaces the field, null clears the description, an absent one is kept
+         */
+        ShopPatch: {
+            description?: string | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            name?: string;
         };
         /** ShopWrite */
         ShopWrite: {
@@ -4995,7 +5138,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned */
+            /** @description `UserIsBanned`: User is banned; `EmailNotVerified`: E-mail address not verified */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -5019,7 +5162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `PayloadTooLarge`: Payload too large */
+            /** @description `PayloadTooLarge`: Payload too large; `StorageQuotaExceeded`: Storage quota exceeded */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -6475,6 +6618,226 @@ export interface operations {
             };
         };
     };
+    patchPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                postId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "media_url": null,
+                 *       "title": "Notes on the Analytical Engine (revised)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PostPatch"];
+                /**
+                 * @example {
+                 *       "media_url": null,
+                 *       "title": "Notes on the Analytical Engine (revised)"
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["PostPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Post */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "body": "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "creator": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "media_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "published_at": "2026-11-21T09:30:00+0000",
+                     *       "slug": "notes-on-the-analytical-engine",
+                     *       "tags": [
+                     *         "computing",
+                     *         "history"
+                     *       ],
+                     *       "title": "Notes on the Analytical Engine",
+                     *       "type": "ARTICLE",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PostNotFound`: Post not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Conflict`: Conflict */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listComments: {
         parameters: {
             query?: {
@@ -7223,6 +7586,209 @@ export interface operations {
                 content?: never;
             };
             /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchComment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                postId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                commentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Note G is still my favourite part."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CommentPatch"];
+                /**
+                 * @example {
+                 *       "text": "Note G is still my favourite part."
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["CommentPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Comment */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "5c7e9a1b-3d5f-4a7c-9e1b-3d5f7a9c1e3d",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "text": "Note G is my favourite part.",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Comment"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -8361,6 +8927,190 @@ export interface operations {
             };
         };
     };
+    patchMyProfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "favorite_band": "Pink Floyd",
+                 *       "website": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProfilePatch"];
+                /**
+                 * @example {
+                 *       "favorite_band": "Pink Floyd",
+                 *       "website": null
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ProfilePatch"];
+            };
+        };
+        responses: {
+            /** @description OK: MyProfile */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "age": 36,
+                     *       "avatar_url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "ada@example.com",
+                     *       "email_verified": true,
+                     *       "favorite_band": "Queen",
+                     *       "first_name": "Ada",
+                     *       "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *       "is_creator": true,
+                     *       "last_name": "Lovelace",
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "username": "ada_lovelace",
+                     *       "website": "https://ada.example.com"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MyProfile"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getProfile: {
         parameters: {
             query?: never;
@@ -9284,6 +10034,204 @@ export interface operations {
             };
         };
     };
+    patchShop: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                shopId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Engine Parts Ltd"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ShopPatch"];
+                /**
+                 * @example {
+                 *       "name": "Engine Parts Ltd"
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ShopPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Shop */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "description": "Brass gears and punched cards.",
+                     *       "id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "name": "Engine Parts",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Shop"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ShopNotFound`: Shop not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listProducts: {
         parameters: {
             query?: {
@@ -10071,6 +11019,366 @@ export interface operations {
             };
             /** @description `UnsupportedMediaType`: Unsupported media type */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                shopId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                productId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "price_cents": 2600
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProductPatch"];
+                /**
+                 * @example {
+                 *       "price_cents": 2600
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ProductPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Product */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "currency": "GBP",
+                     *       "description": "Hand-punched, numbered.",
+                     *       "id": "6f8a0c2e-4b6d-4f8a-9c2e-4b6d8f0a2c4e",
+                     *       "name": "Set of 40 operation cards",
+                     *       "price_cents": 2500,
+                     *       "shop_id": "3a5c7e9b-1d3f-4b5d-8f1a-3c5e7a9b1d3f",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Product"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ShopNotFound`: Shop not found; `ProductNotFound`: Product not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listMyMedia: {
+        parameters: {
+            query?: {
+                /** @description page size */
+                limit?: number;
+                /** @description number of items skipped */
+                offset?: number;
+                /**
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, size; default: -created_at
+                 * @example [
+                 *       "-created_at"
+                 *     ]
+                 */
+                sort?: ("created_at" | "-created_at" | "size" | "-size")[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "available_bytes": 5368660907,
+                     *       "media": [
+                     *         {
+                     *           "content_type": "image/png",
+                     *           "created_at": "2026-11-21T09:30:00+0000",
+                     *           "id": "d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2",
+                     *           "sha256": "9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f",
+                     *           "size": 48213,
+                     *           "url": "https://media.roja.dev/v1/media/d4f6a8c0-e2b4-4d6f-8a0c-e2b4d6f8a0c2"
+                     *         }
+                     *       ],
+                     *       "quota_bytes": 5368709120,
+                     *       "total": 1,
+                     *       "used_bytes": 48213
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description what the next upload may take now: the quota less the stored files and the uploads in progress (never below 0); the per-upload limit applies as well
+                         * @example 5368660907
+                         */
+                        available_bytes: number;
+                        media: components["schemas"]["Media"][];
+                        /**
+                         * @description the most the caller's stored files may take (MEDIA_QUOTA_BYTES)
+                         * @example 5368709120
+                         */
+                        quota_bytes: number;
+                        /** @description number of files the caller has stored */
+                        total: number;
+                        /**
+                         * @description bytes of every file the caller has stored (all pages)
+                         * @example 48213
+                         */
+                        used_bytes: number;
+                    };
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

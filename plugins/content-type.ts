@@ -1,40 +1,55 @@
 import fp from 'fastify-plugin'
+import { MERGE_PATCH_TYPES } from '../schemas/merge-patch.js'
 import { AppError } from '../schemas/problems.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the media types this route's body may have; default application/json only */
+    /** the media types this route's body may have; default application/json only (a PATCH: also application/merge-patch+json) */
     contentTypes?: string[]
   }
 }
 
 const JSON_TYPE = 'application/json'
+const MERGE_PATCH_TYPE = 'application/merge-patch+json'
 // type/subtype, optionally `; charset=utf-8`, and nothing else: no stray spaces, tabs or empty parameters.
 const MEDIA_TYPE = /^([a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+)(?:; ?charset="?utf-8"?)?$/i
 const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,./:=?-]{1,70})$/i
 
 /**
  * A body must be application/json, or one of the route's `config.contentTypes` (multipart with a
- * boundary): 415 otherwise. At preParsing, so a missing token is 401 before a body is judged; strict
- * on the header's shape, so no odd variant reaches a parser whose body skips validation.
+ * boundary); a PATCH takes a JSON Merge Patch (RFC 7396) as application/merge-patch+json too:
+ * 415 otherwise. At preParsing, so a missing token is 401 before a body is judged; strict on the
+ * header's shape, so no odd variant reaches a parser whose body skips validation.
  */
 export default fp(async (fastify) => {
   // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.
   fastify.removeContentTypeParser('text/plain')
+  // A merge patch is JSON: the same parser as application/json, with its prototype-poisoning checks.
+  const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig
+  fastify.addContentTypeParser(MERGE_PATCH_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error'))
 
   // A plain (not async) hook: it runs on every request, nearly all without a body, and never waits.
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
     if (!hasBody(request.headers)) return done(null, payload)
     const header = request.headers['content-type']
-    const allowed = request.routeOptions.config?.contentTypes ?? [JSON_TYPE]
-    if (header === undefined) return done(new AppError('UnsupportedMediaType', `a body needs a Content-Type: ${allowed.join(' or ')}`))
+    const allowed = request.routeOptions.config?.contentTypes ?? (request.method === 'PATCH' ? MERGE_PATCH_TYPES : [JSON_TYPE])
+    if (header === undefined) return done(refusal(allowed, `a body needs a Content-Type: ${allowed.join(' or ')}`))
     const type = mediaType(header)
     if (type === undefined || !allowed.includes(type)) {
-      return done(new AppError('UnsupportedMediaType', `Content-Type must be ${allowed.join(' or ')}`))
+      const patch = type === JSON_PATCH_TYPE ? 'a JSON Patch (RFC 6902) is not taken; ' : ''
+      return done(refusal(allowed, `${patch}Content-Type must be ${allowed.join(' or ')}`))
     }
     done(null, payload)
   })
 }, { name: 'content-type', dependencies: ['problems'] })
+
+const JSON_PATCH_TYPE = 'application/json-patch+json'
+
+/** 415; where a merge patch is taken, with `Accept-Patch` naming the types (RFC 5789). */
+function refusal (allowed: string[], detail: string): AppError {
+  const headers = allowed.includes(MERGE_PATCH_TYPE) ? { 'accept-patch': allowed.join(', ') } : undefined
+  return new AppError('UnsupportedMediaType', detail, { headers })
+}
 
 function hasBody (headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length']

@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateTime, ListOf, ListQuery, Params, Uuid, ref } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 import { UserSummary } from './posts.js'
 
 export const Comment = Type.Object({
@@ -17,6 +18,13 @@ export const CommentWrite = Type.Object({
   text: Type.String({ minLength: 1, maxLength: 10_000, examples: ['Thanks, this helped.'] })
 }, { $id: 'CommentWrite', title: 'CommentWrite', additionalProperties: false })
 export type CommentWrite = Static<typeof CommentWrite>
+
+export const CommentPatch = MergePatchOf(CommentWrite, {
+  $id: 'CommentPatch',
+  title: 'CommentPatch',
+  description: 'JSON Merge Patch of CommentWrite: a member present replaces the field, an absent one is kept; text cannot be cleared'
+})
+export type CommentPatch = Static<typeof CommentPatch>
 
 export const CommentList = ListOf('comments', ref(Comment), 'CommentList')
 

@@ -2,16 +2,16 @@ import type { TSchema } from '@sinclair/typebox'
 import { Alert, AlertList } from './alerts.js'
 import { QueuedStatus } from './common.js'
 import { Media } from './media.js'
-import { Comment, CommentList, CommentWrite } from './comments.js'
-import { Post, PostCreate, PostList, PostUpdate, UserSummary } from './posts.js'
+import { Comment, CommentList, CommentPatch, CommentWrite } from './comments.js'
+import { Post, PostCreate, PostList, PostPatch, PostUpdate, UserSummary } from './posts.js'
 import { PostCursorPage } from './posts-v2.js'
 import { Review, ReviewCreate, ReviewList } from './reviews.js'
 import { Problem } from './problems.js'
 import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
-import { MyProfile, Profile, ProfileCreate, ProfileUpdate } from './profiles.js'
+import { MyProfile, Profile, ProfileCreate, ProfilePatch, ProfileUpdate } from './profiles.js'
 import { EmailVerification } from './user-email.js'
-import { Product, ProductList, ProductWrite, Shop, ShopList, ShopWrite } from './shops.js'
+import { Product, ProductList, ProductPatch, ProductWrite, Shop, ShopList, ShopPatch, ShopWrite } from './shops.js'
 import { Class, ClassCreate, ClassList, Student, StudentCreate, StudentList } from './classes.js'
 import { Chapter, ChapterCreate, ChapterList, Course, Lesson, LessonCreate, LessonList } from './courses.js'
 
@@ -22,14 +22,14 @@ export const components: TSchema[] = [
   Health,
   Version,
   TokenRequest, TokenForm, TokenResponse,
-  ProfileCreate, ProfileUpdate, Profile, MyProfile, EmailVerification,
-  Shop, ShopWrite, ShopList, Product, ProductWrite, ProductList,
+  ProfileCreate, ProfileUpdate, ProfilePatch, Profile, MyProfile, EmailVerification,
+  Shop, ShopWrite, ShopPatch, ShopList, Product, ProductWrite, ProductPatch, ProductList,
   Class, ClassCreate, ClassList, Student, StudentCreate, StudentList,
   Course, Chapter, ChapterCreate, ChapterList, Lesson, LessonCreate, LessonList,
   Alert, AlertList,
   Media,
-  UserSummary, Post, PostCreate, PostUpdate, PostList,
+  UserSummary, Post, PostCreate, PostUpdate, PostPatch, PostList,
   PostCursorPage,
   Review, ReviewCreate, ReviewList,
-  Comment, CommentWrite, CommentList
+  Comment, CommentWrite, CommentPatch, CommentList
 ]

@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, Nullable, OptionalOrNull, Params, Uuid, ref } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 
 
 export const POST_TYPES = ['ARTICLE', 'COURSE'] as const
@@ -37,20 +38,21 @@ export const TAG_MAX_LENGTH = 32
 /**
  * The writable fields, the same body for POST and PUT. Only `title` and `type`
  * are required. On PUT an absent `slug` or `published_at` keeps the stored value (they were
- * derived by the server); an absent body, tags or media_url is cleared.
+ * derived by the server), a null slug is derived from the title again; an absent or null body,
+ * tags or media_url is cleared.
  */
 const PostFields = {
   type: PostType,
   title: Type.String({ minLength: 1, maxLength: 200, examples: ['My first post'] }),
-  slug: Type.Optional(Type.String({
+  slug: OptionalOrNull(Type.String({
     pattern: SLUG_PATTERN,
     maxLength: 100,
-    description: 'lower-case words joined by -; derived from the title when absent; unique per creator (409)'
+    description: 'lower-case words joined by -; derived from the title when absent or null (on PUT: absent keeps it); unique per creator (409)'
   })),
-  body: Type.Optional(Type.String({ maxLength: 100_000 })),
-  tags: Type.Optional(Type.Array(Type.String({ pattern: TAG_PATTERN, minLength: 1, maxLength: TAG_MAX_LENGTH }), {
+  body: OptionalOrNull(Type.String({ maxLength: 100_000, description: 'absent or null: empty' })),
+  tags: OptionalOrNull(Type.Array(Type.String({ pattern: TAG_PATTERN, minLength: 1, maxLength: TAG_MAX_LENGTH }), {
     maxItems: TAGS_MAX,
-    description: `at most ${TAGS_MAX} tags of letters, digits, - and _; stored lower-cased, duplicates dropped`
+    description: `at most ${TAGS_MAX} tags of letters, digits, - and _; stored lower-cased, duplicates dropped; absent or null: none`
   })),
   media_url: OptionalOrNull(MediaUrl),
   published_at: OptionalOrNull({
@@ -64,6 +66,19 @@ export type PostCreate = Static<typeof PostCreate>
 
 export const PostUpdate = Type.Object(PostFields, { $id: 'PostUpdate', title: 'PostUpdate', additionalProperties: false })
 export type PostUpdate = Static<typeof PostUpdate>
+
+export const PostPatch = MergePatchOf(PostUpdate, {
+  $id: 'PostPatch',
+  title: 'PostPatch',
+  description: 'JSON Merge Patch of PostUpdate: a member present replaces the field, null clears an optional one (a null slug is derived from the title, a null published_at makes a draft), an absent one is kept',
+  members: {
+    slug: 'lower-case words joined by -; null: derived from the title again; unique per creator (409)',
+    body: 'null: empty',
+    tags: `at most ${TAGS_MAX} tags of letters, digits, - and _; stored lower-cased, duplicates dropped; replaced whole; null: none`,
+    published_at: 'a future time schedules the post; null makes it a draft'
+  }
+})
+export type PostPatch = Static<typeof PostPatch>
 
 export const PostList = ListOf('posts', ref(Post), 'PostList')
 export type PostList = Static<typeof PostList>

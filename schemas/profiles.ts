@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateTime, MediaUrl, Nullable, OptionalOrNull, Uuid } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 
 /** The fixed list of favorite_band values (spec UserBase: "only values from a fixed list"). */
 export const BANDS = [
@@ -53,6 +54,13 @@ export const ProfileUpdate = Type.Object({
   avatar_url: OptionalOrNull(MediaUrl)
 }, { $id: 'ProfileUpdate', title: 'ProfileUpdate', additionalProperties: false })
 export type ProfileUpdate = Static<typeof ProfileUpdate>
+
+export const ProfilePatch = MergePatchOf(ProfileUpdate, {
+  $id: 'ProfilePatch',
+  title: 'ProfilePatch',
+  description: 'JSON Merge Patch of ProfileUpdate: a member present replaces the field, null clears an optional one, an absent one is kept'
+})
+export type ProfilePatch = Static<typeof ProfilePatch>
 
 
 const ProfileProperties = {

@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateTime, ListOf, ListQuery, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 import { UserSummary } from './posts.js'
 
 /**
@@ -50,6 +51,13 @@ export const ShopWrite = Type.Object({
 }, { $id: 'ShopWrite', title: 'ShopWrite', additionalProperties: false })
 export type ShopWrite = Static<typeof ShopWrite>
 
+export const ShopPatch = MergePatchOf(ShopWrite, {
+  $id: 'ShopPatch',
+  title: 'ShopPatch',
+  description: 'JSON Merge Patch of ShopWrite: a member present replaces the field, null clears the description, an absent one is kept'
+})
+export type ShopPatch = Static<typeof ShopPatch>
+
 export const ShopList = ListOf('shops', ref(Shop), 'ShopList')
 
 export const SHOP_SORTABLE = ['name', 'created_at', 'updated_at'] as const
@@ -77,6 +85,13 @@ export const ProductWrite = Type.Object({
   currency: Currency
 }, { $id: 'ProductWrite', title: 'ProductWrite', additionalProperties: false })
 export type ProductWrite = Static<typeof ProductWrite>
+
+export const ProductPatch = MergePatchOf(ProductWrite, {
+  $id: 'ProductPatch',
+  title: 'ProductPatch',
+  description: 'JSON Merge Patch of ProductWrite: a member present replaces the field, null clears the description, an absent one is kept'
+})
+export type ProductPatch = Static<typeof ProductPatch>
 
 export const ProductList = ListOf('products', ref(Product), 'ProductList')
 

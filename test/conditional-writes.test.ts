@@ -5,8 +5,8 @@ import { createCreator, type TestUser } from './fixtures.js'
 import { createPost, setup } from './post-fixtures.js'
 
 /**
- * Lost updates: many PUTs (and DELETEs) fired together with the same If-Match. The check and
- * the write are one atomic step, so exactly one twin wins and the others get 412.
+ * Lost updates: many PUTs or PATCHes (and DELETEs) fired together with the same If-Match. The
+ * check and the write are one atomic step, so exactly one twin wins and the others get 412.
  */
 const TWINS = 12
 const ROUNDS = 4
@@ -54,25 +54,29 @@ const targets: Target[] = [
   }
 ]
 
+// A PATCH merges inside the transaction that checks If-Match, so its twins race like PUT's (each
+// PUT body here is a merge patch too).
 for (const target of targets) {
-  t.test(`${target.name}: ${TWINS} PUTs with the same If-Match, exactly one succeeds`, async (t) => {
-    const app = await setup(t)
-    for (let round = 1; round <= ROUNDS; round++) {
-      const owner = await createCreator(app)
-      const url = await target.create(app, owner)
-      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
-      t.equal(read.statusCode, 200)
-      const headers = { ...owner.headers, 'if-match': String(read.headers.etag) }
-      const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) =>
-        app.inject({ method: 'PUT', url, headers, payload: target.body(n) })))
-      const statuses = answers.map(a => a.statusCode)
-      t.equal(statuses.filter(s => s === 200).length, 1, `round ${round}: one 200 (${statuses.join(' ')})`)
-      t.equal(statuses.filter(s => s === 412).length, TWINS - 1, `round ${round}: the rest 412`)
-      const winner = answers.find(a => a.statusCode === 200)!
-      const now = await app.inject({ method: 'GET', url, headers: owner.headers })
-      t.same(json(now), json(winner), `round ${round}: what is stored is the winner's write`)
-    }
-  })
+  for (const method of ['PUT', 'PATCH'] as const) {
+    t.test(`${target.name}: ${TWINS} ${method} requests with the same If-Match, exactly one succeeds`, async (t) => {
+      const app = await setup(t)
+      for (let round = 1; round <= ROUNDS; round++) {
+        const owner = await createCreator(app)
+        const url = await target.create(app, owner)
+        const read = await app.inject({ method: 'GET', url, headers: owner.headers })
+        t.equal(read.statusCode, 200)
+        const headers = { ...owner.headers, 'if-match': String(read.headers.etag) }
+        const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) =>
+          app.inject({ method, url, headers, payload: target.body(n) })))
+        const statuses = answers.map(a => a.statusCode)
+        t.equal(statuses.filter(s => s === 200).length, 1, `round ${round}: one 200 (${statuses.join(' ')})`)
+        t.equal(statuses.filter(s => s === 412).length, TWINS - 1, `round ${round}: the rest 412`)
+        const winner = answers.find(a => a.statusCode === 200)!
+        const now = await app.inject({ method: 'GET', url, headers: owner.headers })
+        t.same(json(now), json(winner), `round ${round}: what is stored is the winner's write`)
+      }
+    })
+  }
 }
 
 for (const target of targets.filter(x => x.name !== 'profile')) {

@@ -10,6 +10,7 @@ import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
+import { bodyOf, type Change } from './merge-patch.js'
 
 /** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
 export type CommentGuard = (current: Comment) => void
@@ -71,12 +72,20 @@ export async function createComment (db: Executor, postId: string, authorId: str
   })
 }
 
-export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, input: CommentWrite, guard: CommentGuard): Promise<Comment> {
+/** PUT and PATCH: replaces the text. */
+export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, change: Change<Comment, CommentWrite>, guard: CommentGuard): Promise<Comment> {
   return db.transaction().execute(async (trx) => {
-    guard(await lockComment(trx, postId, commentId, viewerId))
+    const current = await lockComment(trx, postId, commentId, viewerId)
+    guard(current)
+    const input = bodyOf(change, current)
     await trx.updateTable('comment').set({ text: input.text, updated_at: writeTimeIso() }).where('id', '=', commentId).execute()
     return getComment(trx, postId, commentId, viewerId)
   })
+}
+
+/** The PUT body that keeps a comment as it is: what a PATCH merges into. */
+export function commentFields (comment: Comment): CommentWrite {
+  return { text: comment.text }
 }
 
 export async function deleteComment (db: Executor, postId: string, commentId: string, viewerId: string, guard: CommentGuard): Promise<void> {

@@ -14,6 +14,7 @@ import { cachedStatement, cachedStatementPerShape, type Values } from '../db/sta
 import { verifiedAddress } from './email-verification.js'
 import { getCreator } from './users.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
+import { bodyOf, type Change } from './merge-patch.js'
 
 /**
  * A check run inside the change's transaction against the post as it is now, before anything
@@ -209,7 +210,7 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
-  return inTransaction(db, slug, async (trx) => {
+  return inTransaction(db, () => slug, async (trx) => {
     await insertPost(trx, undefined, {
       id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '',
       tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
@@ -221,21 +222,25 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
 }
 
 /**
- * PUT: replaces the writable fields. An absent slug or published_at keeps the stored one;
- * sort_at moves to now, so an updated post moves up the default order.
+ * PUT and PATCH: replaces the writable fields. An absent slug or published_at keeps the stored
+ * one, a null slug is derived from the title again; an absent or null body, tags or media_url is
+ * cleared. sort_at moves to now, so an updated post moves up the default order.
  */
-export async function updatePost (db: Executor, postId: string, viewerId: string, input: PostUpdate, guard: Guard): Promise<Post> {
-  const slug = input.slug ?? null
-  return inTransaction(db, slug, async (trx) => {
+export async function updatePost (db: Executor, postId: string, viewerId: string, change: Change<Post, PostUpdate>, guard: Guard): Promise<Post> {
+  let slug: string | undefined
+  return inTransaction(db, () => slug, async (trx) => {
     const current = await lockVisible(trx, postId, viewerId)
-    guard(toPost(current))
+    const post = toPost(current)
+    guard(post)
+    const input = bodyOf(change, post)
+    slug = input.slug === undefined ? current.slug : input.slug ?? slugify(input.title)
     const now = writeTimeIso()
     const publishedAt = input.published_at === undefined
       ? current.published_at === null ? null : toDate(current.published_at).toISOString()
       : input.published_at === null ? null : parseDateTimeInput(input.published_at)
     const tags = normaliseTags(input.tags ?? [])
     await trx.updateTable('post').set({
-      type: input.type, slug: slug ?? current.slug, title: input.title, body: input.body ?? '',
+      type: input.type, slug, title: input.title, body: input.body ?? '',
       tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
       updated_at: now, sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
     }).where('id', '=', postId).execute()
@@ -243,6 +248,11 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
     await writeTags(trx, postId, tags)
     return toPost((await postById(trx, postId))[0])
   })
+}
+
+/** The PUT body that keeps a post as it is (slug and published_at, left out, keep theirs): what a PATCH merges into. */
+export function postFields (post: Post): PostUpdate {
+  return { type: post.type, title: post.title, body: post.body, tags: post.tags, media_url: post.media_url }
 }
 
 /** DELETE: removes the post; its tags, reviews and comments go with it (foreign keys cascade). */
@@ -287,12 +297,13 @@ async function lockVisible (trx: Executor, postId: string, viewerId: string): Pr
   return findVisible(trx, postId, viewerId)
 }
 
-async function inTransaction<T> (db: Executor, slug: string | null, work: (trx: Executor) => Promise<T>): Promise<T> {
+/** `slug` names the slug the work writes, known once it has read the post. */
+async function inTransaction<T> (db: Executor, slug: () => string | undefined, work: (trx: Executor) => Promise<T>): Promise<T> {
   try {
     return await db.transaction().execute(work)
   } catch (err) {
     // The unique constraint decides, so two concurrent writes cannot both take a slug.
-    if (isUniqueViolation(err)) throw new AppError('Conflict', `you already have a post with the slug ${slug ?? ''}`.trim())
+    if (isUniqueViolation(err)) throw new AppError('Conflict', `you already have a post with the slug ${slug() ?? ''}`.trim())
     throw err
   }
 }

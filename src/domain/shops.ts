@@ -10,6 +10,7 @@ import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, Shop
 import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
+import { bodyOf, type Change } from './merge-patch.js'
 
 /** Shops and their products: creators open shops, the shop's owner manages it and its products. */
 
@@ -84,14 +85,22 @@ export async function createShop (db: Db, ownerId: string, body: ShopWrite): Pro
   return getShop(db, id)
 }
 
-export async function updateShop (db: Db, shopId: string, body: ShopWrite, guard: Guard<Shop>): Promise<Shop> {
+/** PUT and PATCH: replaces the name and description (absent or null: none). */
+export async function updateShop (db: Db, shopId: string, change: Change<Shop, ShopWrite>, guard: Guard<Shop>): Promise<Shop> {
   return db.transaction().execute(async (trx) => {
-    guard(await lockShop(trx, shopId))
+    const current = await lockShop(trx, shopId)
+    guard(current)
+    const body = bodyOf(change, current)
     await trx.updateTable('shop')
       .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
       .where('id', '=', shopId).execute()
     return getShop(trx, shopId)
   })
+}
+
+/** The PUT body that keeps a shop as it is: what a PATCH merges into. */
+export function shopFields (shop: Shop): ShopWrite {
+  return { name: shop.name, description: shop.description }
 }
 
 /** Its products go with it (ON DELETE CASCADE). */
@@ -142,15 +151,25 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
   return getProduct(db, shopId, id)
 }
 
-/** The guard sees the shop (its owner) and the product as they are, the product locked. */
-export async function updateProduct (db: Db, shopId: string, productId: string, body: ProductWrite, guard: Guard<{ shop: Shop, product: Product }>): Promise<Product> {
+/**
+ * PUT and PATCH: replaces the product's writable fields. The guard sees the shop (its owner) and
+ * the product as they are, the product locked.
+ */
+export async function updateProduct (db: Db, shopId: string, productId: string, change: Change<Product, ProductWrite>, guard: Guard<{ shop: Shop, product: Product }>): Promise<Product> {
   return db.transaction().execute(async (trx) => {
-    guard(await lockProduct(trx, shopId, productId))
+    const current = await lockProduct(trx, shopId, productId)
+    guard(current)
+    const body = bodyOf(change, current.product)
     await trx.updateTable('product')
       .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
       .where('id', '=', productId).where('shop_id', '=', shopId).execute()
     return getProduct(trx, shopId, productId)
   })
+}
+
+/** The PUT body that keeps a product as it is: what a PATCH merges into. */
+export function productFields (product: Product): ProductWrite {
+  return { name: product.name, description: product.description, price_cents: product.price_cents, currency: product.currency }
 }
 
 export async function deleteProduct (db: Db, shopId: string, productId: string, guard: Guard<{ shop: Shop, product: Product }>): Promise<void> {

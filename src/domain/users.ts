@@ -10,6 +10,7 @@ import { writeTimeIso } from '../db/clock.js'
 import { cachedRowStatement, cachedStatement } from '../db/statement-cache.js'
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
+import { bodyOf, type Change } from './merge-patch.js'
 
 /** Who is calling: the account behind a verified token. */
 export interface Account {
@@ -157,14 +158,16 @@ export async function getCreator (db: Db, id: string): Promise<Profile> {
 }
 
 /**
- * PUT /profiles/me: replaces the writable fields; an absent optional field becomes null. The
- * guard (If-Match) runs in the transaction against the profile as it is, locked, so twins with
+ * PUT and PATCH /profiles/me: replaces the writable fields; an absent optional field becomes null.
+ * The guard (If-Match) runs in the transaction against the profile as it is, locked, so twins with
  * one ETag cannot both pass.
  */
-export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard: (current: MyProfile) => void): Promise<MyProfile> {
+export async function updateMe (db: Db, id: string, change: Change<MyProfile, ProfileUpdate>, guard: (current: MyProfile) => void): Promise<MyProfile> {
   return db.transaction().execute(async (trx) => {
     await lockForUpdate(trx, trx.selectFrom('profile').select('id').where('id', '=', id))
-    guard(await getMyProfile(trx, id))
+    const current = await getMyProfile(trx, id)
+    guard(current)
+    const input = bodyOf(change, current)
     await trx.updateTable('profile').set({
       first_name: input.first_name,
       last_name: input.last_name ?? null,
@@ -176,6 +179,12 @@ export async function updateMe (db: Db, id: string, input: ProfileUpdate, guard:
     }).where('id', '=', id).execute()
     return getMyProfile(trx, id)
   })
+}
+
+/** The PUT body that keeps a profile as it is: what a PATCH merges into. */
+export function profileFields (profile: Profile): ProfileUpdate {
+  const { first_name, last_name, age, favorite_band, website, avatar_url } = profile
+  return { first_name, last_name, age, favorite_band, website, avatar_url }
 }
 
 // Operator actions (src/cli.ts). Each answers whether anything changed; an unknown user is ProfileNotFound.

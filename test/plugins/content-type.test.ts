@@ -21,6 +21,10 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
   app.post('/things', {
     schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
   }, async (request) => ({ accepted: request.body }))
+  // Like the PATCH routes: a JSON Merge Patch, as application/merge-patch+json or application/json.
+  app.patch('/things', {
+    schema: { body: Type.Object({ name: Type.Optional(Type.String({ minLength: 2 })) }, { additionalProperties: false }) }
+  }, async (request) => ({ accepted: request.body }))
   // Like POST /v1/auth/token: a route names the types it takes, here a form besides JSON.
   app.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -39,7 +43,7 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
 }
 
 /** Sends bytes exactly as given over a real socket: app.inject refuses some of these headers. */
-async function raw (app: FastifyInstance, head: string, body: string): Promise<{ status: number, text: string }> {
+async function raw (app: FastifyInstance, head: string, body: string, method = 'POST'): Promise<{ status: number, text: string }> {
   if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
   return await new Promise((resolve, reject) => {
@@ -49,7 +53,7 @@ async function raw (app: FastifyInstance, head: string, body: string): Promise<{
     socket.on('data', (chunk) => { text += chunk })
     socket.on('error', reject)
     socket.on('end', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }))
-    socket.end(`POST /things HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}\r\n${body}`, 'latin1')
+    socket.end(`${method} /things HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}\r\n${body}`, 'latin1')
   })
 }
 
@@ -111,6 +115,85 @@ t.test('each Content-Type variant sent over a raw socket never lets an invalid b
     const expected = parsed || header === ' application/json' ? 200 : 415
     t.equal(valid.status, expected, `${name}: valid body answered ${expected}`)
   }
+})
+
+// PATCH variants: a merge patch or JSON is parsed and validated; anything else, a JSON Patch included, is 415.
+const PATCH_VARIANTS: Array<{ header: string, parsed: boolean }> = [
+  { header: 'application/merge-patch+json', parsed: true },
+  { header: 'Application/Merge-Patch+JSON', parsed: true },
+  { header: 'application/merge-patch+json; charset=utf-8', parsed: true },
+  { header: 'application/merge-patch+json;charset=UTF-8', parsed: true },
+  { header: 'application/merge-patch+json; charset="utf-8"', parsed: true },
+  { header: 'application/json', parsed: true },
+  { header: 'application/json; charset=utf-8', parsed: true },
+  { header: 'application/merge-patch+json ;', parsed: false },
+  { header: 'application/merge-patch+json;', parsed: false },
+  { header: 'application/merge-patch+json\tx', parsed: false },
+  { header: ' application/merge-patch+json', parsed: false },
+  { header: 'application/merge-patch+json; charset=latin1', parsed: false },
+  { header: 'application/merge-patch+json; boundary=x', parsed: false },
+  { header: 'application/merge-patch+jsonx', parsed: false },
+  { header: 'application/merge-patch+json, application/json', parsed: false },
+  { header: 'application/json-patch+json', parsed: false },
+  { header: 'application/json-patch+json; charset=utf-8', parsed: false },
+  { header: 'text/plain', parsed: false },
+  { header: 'application/x-www-form-urlencoded', parsed: false }
+]
+const VALID_PATCH = JSON.stringify({ name: 'ab' })
+const INVALID_PATCH = JSON.stringify({ name: 'a' })
+
+t.test('a PATCH takes a merge patch or JSON, each variant strict; anything else is 415 naming the two', async (t) => {
+  const app = await bare(t)
+  for (const { header, parsed } of PATCH_VARIANTS) {
+    const name = JSON.stringify(header)
+    const invalid = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': header }, payload: INVALID_PATCH })
+    const valid = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': header }, payload: VALID_PATCH })
+    if (parsed) {
+      t.equal(invalid.statusCode, 422, `${name}: an invalid body is validated`)
+      t.equal(valid.statusCode, 200, `${name}: a valid body is accepted`)
+      t.same(json(valid), { accepted: { name: 'ab' } })
+    } else {
+      t.equal(invalid.statusCode, 415, `${name}: refused`)
+      t.equal(valid.statusCode, 415, `${name}: refused even with a valid body`)
+      t.match(json(valid).detail, /Content-Type must be application\/merge-patch\+json or application\/json$/, `${name}: the detail names the two`)
+      t.equal(valid.headers['accept-patch'], 'application/merge-patch+json, application/json', `${name}: Accept-Patch names them too`)
+    }
+  }
+  const jsonPatch = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/json-patch+json' }, payload: '[{"op":"replace","path":"/name","value":"ab"}]' })
+  t.equal(json(jsonPatch).detail, 'a JSON Patch (RFC 6902) is not taken; Content-Type must be application/merge-patch+json or application/json')
+  const none = await raw(app, contentHead(undefined, VALID_PATCH), VALID_PATCH, 'PATCH')
+  t.equal(none.status, 415, 'a PATCH body without a Content-Type is refused')
+  t.match(none.text, /a body needs a Content-Type: application\/merge-patch\+json or application\/json/)
+})
+
+t.test('each PATCH Content-Type variant sent over a raw socket never lets an invalid body through', async (t) => {
+  const app = await bare(t)
+  for (const { header, parsed } of PATCH_VARIANTS) {
+    const name = JSON.stringify(header)
+    const invalid = await raw(app, contentHead(header, INVALID_PATCH), INVALID_PATCH, 'PATCH')
+    t.ok([415, 422, 400].includes(invalid.status), `${name}: invalid body answered ${invalid.status}, never 2xx`)
+    const valid = await raw(app, contentHead(header, VALID_PATCH), VALID_PATCH, 'PATCH')
+    // The HTTP parser trims the leading space, so that one arrives as a plain merge patch.
+    const expected = parsed || header === ' application/merge-patch+json' ? 200 : 415
+    t.equal(valid.status, expected, `${name}: valid body answered ${expected}`)
+  }
+})
+
+t.test('a merge patch is refused where no PATCH is, and parsed with the JSON parser\'s protections', async (t) => {
+  const app = await bare(t)
+  const post = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: VALID })
+  t.equal(post.statusCode, 415, 'POST takes application/json only')
+  t.equal(json(post).detail, 'Content-Type must be application/json')
+  t.equal(post.headers['accept-patch'], undefined, 'and names no patch format')
+  const poisoned = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":"ab","__proto__":{"x":1}}' })
+  t.equal(poisoned.statusCode, 400, 'a __proto__ member is refused')
+  t.equal(json(poisoned).code, 'MalformedBody')
+  const ctor = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":"ab","constructor":{"prototype":{"x":1}}}' })
+  t.equal(ctor.statusCode, 400, 'so is a constructor.prototype member')
+  const broken = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":' })
+  t.equal(broken.statusCode, 400)
+  t.equal(json(broken).code, 'MalformedBody')
+  t.equal(mediaType('Application/Merge-Patch+JSON; charset=UTF-8'), 'application/merge-patch+json')
 })
 
 t.test('a body without a Content-Type is refused with 415', async (t) => {

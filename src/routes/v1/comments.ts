@@ -1,34 +1,37 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IfMatchHeaders, NoContent, ref } from '../../../schemas/common.js'
-import { Comment, CommentList, CommentListQuery, CommentParams, CommentWrite } from '../../../schemas/comments.js'
+import { IfMatchHeaders, NoContent } from '../../../schemas/common.js'
+import { Comment, CommentList, CommentListQuery, CommentParams, CommentPatch, CommentWrite } from '../../../schemas/comments.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
+import { commentFields, createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
 import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import { registerUpdates } from '../updates.js'
 import { postChildRoutes } from './post-children.js'
 
 const tags = ['comments']
 const authorOf = (c: Comment) => c.author.id
 
-/** The author's own writes: replacing and deleting a comment. */
+/** The author's own writes: replacing, patching and deleting a comment. */
 const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.put('/posts/:postId/comments/:commentId', {
-    config: { etag: true },
-    schema: {
-      tags,
-      security,
+  registerUpdates(fastify, {
+    url: '/posts/:postId/comments/:commentId',
+    tags,
+    params: CommentParams,
+    body: CommentWrite,
+    patchBody: CommentPatch,
+    response: Comment,
+    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed'],
+    put: {
       operationId: 'updateComment', description: 'The comment\'s author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.',
-      summary: 'Replace the text of a comment (author)',
-      params: CommentParams,
-      headers: IfMatchHeaders,
-      body: ref(CommentWrite),
-      response: {
-        200: ref(Comment),
-        ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed',
-          'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed')
-      }
-    }
-  }, async (request, reply) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id,
-    request.body, ownerAndIfMatch(request, reply, authorOf)))
+      summary: 'Replace the text of a comment (author)'
+    },
+    patch: {
+      operationId: 'patchComment', description: 'The comment\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). A stale If-Match is 412 and changes nothing.',
+      summary: 'Change a comment (author), a JSON Merge Patch'
+    },
+    fieldsOf: commentFields,
+    run: (request, reply, change) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id,
+      change, ownerAndIfMatch(request, reply, authorOf))
+  })
 
   fastify.delete('/posts/:postId/comments/:commentId', {
     schema: {

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { Post, PostCreate, PostList, PostListQuery, PostParams, PostUpdate } from '../../../schemas/posts.js'
+import { Post, PostCreate, PostList, PostListQuery, PostParams, PostPatch, PostUpdate } from '../../../schemas/posts.js'
 import { created, listReply } from '../replies.js'
 import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } from '../guards.js'
-import { createPost, deletePost, getPost, listPosts, updatePost } from '../../domain/posts.js'
+import { createPost, deletePost, getPost, listPosts, postFields, updatePost } from '../../domain/posts.js'
+import { registerUpdates } from '../updates.js'
 
 const tags = ['posts']
 const creatorOf = (post: Post) => post.creator.id
@@ -62,24 +63,25 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     return created(reply, `/v1/posts/${post.id}`, post)
   })
 
-  fastify.put('/posts/:postId', {
-    config: { etag: true },
-    schema: {
-      tags,
-      security,
+  registerUpdates(fastify, {
+    url: '/posts/:postId',
+    tags,
+    params: PostParams,
+    body: PostUpdate,
+    patchBody: PostPatch,
+    response: Post,
+    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict', 'PreconditionFailed'],
+    put: {
       operationId: 'updatePost', description: 'The post\'s creator only (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
-      summary: 'Replace the writable fields of a post (owner); moves it up the default order',
-      params: PostParams,
-      headers: IfMatchHeaders,
-      body: ref(PostUpdate),
-      response: {
-        200: ref(Post),
-        ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'MalformedBody',
-          'UnsupportedMediaType', 'Conflict', 'PreconditionFailed')
-      }
-    }
-  }, async (request, reply) => updatePost(fastify.db, request.params.postId, request.user.id, request.body,
-    ownerAndIfMatch(request, reply, creatorOf)))
+      summary: 'Replace the writable fields of a post (owner); moves it up the default order'
+    },
+    patch: {
+      operationId: 'patchPost', description: 'The post\'s creator only (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order'
+    },
+    fieldsOf: postFields,
+    run: (request, reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, ownerAndIfMatch(request, reply, creatorOf))
+  })
 
   fastify.delete('/posts/:postId', {
     schema: {

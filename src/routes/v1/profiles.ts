@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { assertIfMatch } from '../../../plugins/etag.js'
-import { IdempotencyHeaders, IfMatchHeaders, NotModified, ref } from '../../../schemas/common.js'
+import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfileUpdate } from '../../../schemas/profiles.js'
-import { getMyProfile, getProfile, signUp, updateMe } from '../../domain/users.js'
+import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfilePatch, ProfileUpdate } from '../../../schemas/profiles.js'
+import { getMyProfile, getProfile, profileFields, signUp, updateMe } from '../../domain/users.js'
 import { created } from '../replies.js'
+import { registerUpdates } from '../updates.js'
 
 const tags = ['profiles']
 
@@ -56,18 +57,24 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => getMyProfile(fastify.db, request.user.id))
 
-  fastify.put('/profiles/me', {
-    config: { etag: true },
-    schema: {
-      tags,
-      security,
+  registerUpdates(fastify, {
+    url: '/profiles/me',
+    tags,
+    body: ProfileUpdate,
+    patchBody: ProfilePatch,
+    response: MyProfile,
+    errors: ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed'],
+    put: {
       operationId: 'updateMyProfile', description: 'Signed-in users: replaces the writable fields of the caller\'s own profile (an absent field becomes null); username, e-mail and password do not change here. A stale If-Match is 412.',
-      summary: 'Replace the writable fields of the caller\'s profile',
-      headers: IfMatchHeaders,
-      body: ref(ProfileUpdate),
-      response: { 200: ref(MyProfile), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed') }
-    }
-  }, async (request, reply) => updateMe(fastify.db, request.user.id, request.body, current => assertIfMatch(request, reply, current)))
+      summary: 'Replace the writable fields of the caller\'s profile'
+    },
+    patch: {
+      operationId: 'patchMyProfile', description: 'Signed-in users: merges a JSON Merge Patch (RFC 7396) into the writable fields of the caller\'s own profile: a member present replaces the field, null clears an optional one (on first_name it is 422), an absent member is kept; username, e-mail and password do not change here. The merged profile must pass the rules of PUT (422, an avatar_url on an allowed media host) or nothing changes. A stale If-Match is 412.',
+      summary: 'Change some fields of the caller\'s profile, a JSON Merge Patch'
+    },
+    fieldsOf: profileFields,
+    run: (request, reply, change) => updateMe(fastify.db, request.user.id, change, current => assertIfMatch(request, reply, current))
+  })
 }
 
 export default profiles

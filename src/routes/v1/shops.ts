@@ -4,13 +4,15 @@ import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from 
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
 import {
-  Product, ProductList, ProductListQuery, ProductParams, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopWrite
+  Product, ProductList, ProductListQuery, ProductParams, ProductPatch, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopPatch, ShopWrite
 } from '../../../schemas/shops.js'
 import { created, listReply } from '../replies.js'
 import {
-  createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, updateProduct, updateShop
+  createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, productFields, shopFields,
+  updateProduct, updateShop
 } from '../../domain/shops.js'
 import { ownedByCaller, ownerAndIfMatch, security } from '../guards.js'
+import { registerUpdates } from '../updates.js'
 
 const tags = ['shops']
 const ownerOfShop = (shop: ShopT) => shop.owner.id
@@ -72,13 +74,25 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     return created(reply, `/v1/shops/${shop.id}`, shop)
   })
 
-  fastify.put('/shops/:shopId', {
-    config: { etag: true },
-    schema: {
-      tags, security, operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.', summary: 'Replace a shop\'s writable fields (owner)', params: ShopParams, headers: IfMatchHeaders, body: ref(ShopWrite),
-      response: { 200: ref(Shop), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
-    }
-  }, async (request, reply) => updateShop(db, request.params.shopId, request.body, ownShop(request, reply)))
+  registerUpdates(fastify, {
+    url: '/shops/:shopId',
+    tags,
+    params: ShopParams,
+    body: ShopWrite,
+    patchBody: ShopPatch,
+    response: Shop,
+    errors: [...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed'],
+    put: {
+      operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace a shop\'s writable fields (owner)'
+    },
+    patch: {
+      operationId: 'patchShop', description: 'The shop\'s owner only (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change some fields of a shop (owner), a JSON Merge Patch'
+    },
+    fieldsOf: shopFields,
+    run: (request, reply, change) => updateShop(db, request.params.shopId, change, ownShop(request, reply))
+  })
 
   fastify.delete('/shops/:shopId', {
     schema: {
@@ -102,13 +116,25 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
   })
 
-  fastify.put('/shops/:shopId/products/:productId', {
-    config: { etag: true },
-    schema: {
-      tags, security, operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.', summary: 'Replace a product\'s writable fields (shop owner)', params: ProductParams, headers: IfMatchHeaders, body: ref(ProductWrite),
-      response: { 200: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
-    }
-  }, async (request, reply) => updateProduct(db, request.params.shopId, request.params.productId, request.body, ownProduct(request, reply)))
+  registerUpdates(fastify, {
+    url: '/shops/:shopId/products/:productId',
+    tags,
+    params: ProductParams,
+    body: ProductWrite,
+    patchBody: ProductPatch,
+    response: Product,
+    errors: [...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
+    put: {
+      operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace a product\'s writable fields (shop owner)'
+    },
+    patch: {
+      operationId: 'patchProduct', description: 'The shop\'s owner only: merges a JSON Merge Patch (RFC 7396) into the product\'s writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change some fields of a product (shop owner), a JSON Merge Patch'
+    },
+    fieldsOf: productFields,
+    run: (request, reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, ownProduct(request, reply))
+  })
 
   fastify.delete('/shops/:shopId/products/:productId', {
     schema: {
