@@ -7,7 +7,7 @@ type Doc = Record<string, any>
 
 /** What the server does on a route beyond its schema, collected from the route table at start. */
 export interface RouteFacts {
-  /** ETag on 200, If-None-Match → 304 (GET), If-Match → 412 (PUT/DELETE) */
+  /** ETag on 200, If-None-Match → 304 (GET), If-Match → 412 (PUT/PATCH/DELETE) */
   etag: boolean
   /** replays the first answer of a retried Idempotency-Key */
   idempotent: boolean
@@ -158,7 +158,7 @@ Your next request sees it; \`GET /v1/profiles/me\` then shows \`"is_creator": tr
   validation errors list each failed rule in \`errors\`.
 - An \`Accept\` header that allows no JSON is 406, except on media downloads, which also serve the file's own type.
 - Lists take \`limit\` (1–100), \`offset\` and \`sort\` (\`field,-other\`), answer \`{"<items>": […], "total": n}\` and send \`Link\` headers.
-- Single resources carry an \`ETag\`: \`If-None-Match\` gives 304, a stale \`If-Match\` on PUT/DELETE gives 412.
+- Single resources carry an \`ETag\`: \`If-None-Match\` gives 304, a stale \`If-Match\` on PUT/PATCH/DELETE gives 412.
 - Creating POSTs take an \`Idempotency-Key\`: a retry with the same key and body answers as the first did.`
 
 /**

@@ -159,7 +159,7 @@ export default fp(async (fastify) => {
     origin: wildcard ? '*' : (config.corsOrigins.length > 0 ? config.corsOrigins : false),
     // Bearer tokens travel in a header, never in cookies; credentials are never allowed, above all with `*`.
     credentials: false,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'idempotency-key', 'accept', 'range'],
     exposedHeaders: ['location', 'etag', 'link', 'retry-after', 'deprecation', 'sunset'],
     maxAge: 600
