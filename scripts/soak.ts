@@ -10,13 +10,13 @@
  *   db outage   (PostgreSQL) the database stops and starts: /health 503 meanwhile, requests get a
  *               clean 503 problem, the server recovers without a restart;
  *   overload    far more connections than it can serve: 503 + Retry-After, memory bounded.
- * PostgreSQL runs as a private throw-away cluster (initdb in a temp folder, its own port), so
- * stopping it never disturbs anything else on the machine. Prints a table and writes soak-results.json.
+ * PostgreSQL runs as a private throw-away cluster (scripts/fleet/postgres.ts). Prints a table and
+ * writes soak-results.json.
  * SOAK_SECONDS=5 is the short mode for CI; SOAK_DIALECTS=sqlite|postgres and SOAK_PHASES=saturation,sigterm,kill9,outage,overload narrow the run.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -25,7 +25,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import autocannonJs from 'autocannon'
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import { freePort } from './proc.js'
+import { freePort, rssBytes } from './proc.js'
+import { privatePostgres } from './fleet/postgres.js'
 import { VERIFICATION_SUBJECT } from '../src/domain/email-verification.js'
 
 interface CannonRequest {
@@ -115,13 +116,9 @@ class Server {
   }
 
   rssBytes (): number {
-    try {
-      const status = readFileSync(`/proc/${this.child!.pid}/status`, 'utf8')
-      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
-    } catch { return 0 }
+    return rssBytes(this.child!.pid!)
   }
 }
-
 
 // ---------------------------------------------------------------- databases
 interface Store {
@@ -147,33 +144,20 @@ function sqliteStore (dir: string): Store {
   }
 }
 
-/** A private PostgreSQL cluster in a temp folder, run as the postgres user on its own port. */
-async function postgresStore (dir: string): Promise<Store> {
-  const bin = readdirSync('/usr/lib/postgresql').sort().map(v => `/usr/lib/postgresql/${v}/bin`).pop()
-  if (!bin) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql')
-  const data = join(dir, 'pgdata')
-  const port = await freePort()
-  chmodSync(dir, 0o777)
-  const asPostgres = (cmd: string, args: string[]) => {
-    const r = spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr || r.stdout}`)
-  }
-  asPostgres(`${bin}/initdb`, ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'])
-  const startDb = () => asPostgres(`${bin}/pg_ctl`, ['-D', data, '-w', '-l', join(dir, 'pg.log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on`, 'start'])
-  const stopDb = () => asPostgres(`${bin}/pg_ctl`, ['-D', data, '-w', '-m', 'fast', 'stop'])
-  startDb()
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
-  const pool = new pg.Pool({ connectionString: url, max: 2 })
+/** A private PostgreSQL cluster (the fleet's), so stopping it disturbs nothing else on the machine. */
+async function postgresStore (): Promise<Store> {
+  const cluster = await privatePostgres()
+  const pool = new pg.Pool({ connectionString: cluster.url, max: 2 })
   pool.on('error', () => {})
   return {
-    url,
+    url: cluster.url,
     query: async (sql, params = []) => (await pool.query(sql, params)).rows,
     close: async () => {
       await pool.end().catch(() => {})
-      try { stopDb() } catch {}
+      cluster.destroy()
     },
-    stopDb,
-    startDb
+    stopDb: cluster.stop,
+    startDb: cluster.start
   }
 }
 
@@ -475,7 +459,7 @@ async function runDialect (dialect: string) {
   let store: Store | undefined
   let server: Server | undefined
   try {
-    store = dialect === 'postgres' ? await postgresStore(dir) : sqliteStore(dir)
+    store = dialect === 'postgres' ? await postgresStore() : sqliteStore(dir)
     const base = {
       ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
       DATABASE_URL: store.url, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000', SHUTDOWN_GRACE_MS: String(GRACE_MS)
