@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 
@@ -23,6 +24,31 @@ export async function freePort (): Promise<number> {
       const { port } = probe.address() as { port: number }
       probe.close(() => resolve(port))
     })
+  })
+}
+
+/**
+ * One request to 127.0.0.1 on its own connection (no keep-alive), so that a refused request and a
+ * failed one stay apart; `body` is sent as JSON. A timeout fails with code ETIMEDOUT.
+ */
+export function request (options: RequestOptions, body?: unknown): Promise<{ status: number, headers: IncomingHttpHeaders, body: string }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body)
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: '127.0.0.1',
+      agent: false,
+      ...options,
+      headers: { ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}), ...options.headers }
+    }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { text += c })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
+    req.on('error', reject)
+    req.end(payload)
   })
 }
 

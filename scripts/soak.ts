@@ -17,7 +17,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -25,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import autocannonJs from 'autocannon'
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import { freePort, rssBytes } from './proc.js'
+import { freePort, request, rssBytes } from './proc.js'
 import { privatePostgres } from './fleet/postgres.js'
 import { VERIFICATION_SUBJECT } from '../src/domain/email-verification.js'
 
@@ -59,26 +58,9 @@ interface Row { dialect: string, fault: string, requests: number, acknowledged: 
 const results: Row[] = []
 
 // ---------------------------------------------------------------- HTTP without keep-alive
-interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
-/** One request on its own connection, so that a refusal and a dropped request can be told apart. */
-function call (port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs = 15000): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const req = httpRequest({
-      host: '127.0.0.1', port, method, path, agent: false, timeout: timeoutMs,
-      headers: { ...HTTPS, ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) }
-    }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => { text += c })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
-      res.on('error', reject)
-    })
-    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
+type Answer = Awaited<ReturnType<typeof request>>
+const call = (port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs = 15000): Promise<Answer> =>
+  request({ port, method, path, timeout: timeoutMs, headers: { ...HTTPS, ...headers } }, body)
 
 // ---------------------------------------------------------------- the server under test
 class Server {

@@ -9,7 +9,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -19,7 +18,7 @@ import pg from 'pg'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
-import { freePort } from '../proc.js'
+import { freePort, request } from '../proc.js'
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -54,39 +53,19 @@ const randomIp = () => `198.18.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 2
 // trust, so it is a client HAProxy sees rather than a proxy; fresh on every run, as Redis keeps counts.
 const clientAddress = () => `127.${1 + (randomBytes(1)[0] % 254)}.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
 
-/** One request on its own connection: a refused request and a failed one stay apart. */
-function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
-  const payload = o.body === undefined ? undefined : JSON.stringify(o.body)
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: '127.0.0.1',
-      port: o.port ?? fleet.haproxy.port,
-      ...(o.from ? { localAddress: o.from } : {}),
-      method,
-      path,
-      agent: false,
-      timeout: 20_000,
-      headers: {
-        'x-forwarded-for': o.ip ?? randomIp(),
-        ...(o.instance ? { 'x-fleet-instance': o.instance } : {}),
-        ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-        ...o.headers
-      }
-    }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => { text += c })
-      res.on('end', () => {
-        let json: unknown
-        try { json = JSON.parse(text) } catch {}
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json, servedBy: res.headers['x-served-by'] as string | undefined })
-      })
-      res.on('error', reject)
-    })
-    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
-    req.on('error', reject)
-    req.end(payload)
-  })
+/** One request on its own connection (scripts/proc.ts), through HAProxy unless `port` names an instance. */
+async function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
+  const res = await request({
+    port: o.port ?? fleet.haproxy.port,
+    ...(o.from ? { localAddress: o.from } : {}),
+    method,
+    path,
+    timeout: 20_000,
+    headers: { 'x-forwarded-for': o.ip ?? randomIp(), ...(o.instance ? { 'x-fleet-instance': o.instance } : {}), ...o.headers }
+  }, o.body)
+  let json: unknown
+  try { json = JSON.parse(res.body) } catch {}
+  return { ...res, json, servedBy: res.headers['x-served-by'] as string | undefined }
 }
 
 async function direct (instance: Instance, path: string, headers: Record<string, string> = {}): Promise<{ status: number, body: string }> {
