@@ -12,11 +12,13 @@ cd "$(dirname "$0")/.."
 
 # Database-blind files run once. Only test/helper.ts reads ROJA_TEST_DIALECT: a file that imports
 # it neither directly nor through another module under test/ cannot see which database the run is
-# for. These import it for something else and never build on the run's database (read to be sure;
-# test/bundle.test.ts runs the bundle on both databases itself).
+# for. These import it and were read to be sure: they never build on the run's database, or build
+# the app only for what no database decides (documents, log lines, a 401 before any query).
+# test/bundle.test.ts runs the bundle on both databases itself.
 PINNED=(
   test/bundle.test.ts test/sdk.test.ts test/client.test.ts test/slow-clients.test.ts test/log-scan.test.ts
   test/plugins/config.test.ts test/plugins/deprecation.test.ts test/plugins/problems-database-down.test.ts
+  test/plugins/openapi.test.ts test/request-log.test.ts test/auth-path.test.ts
 )
 # the modules under test/ that reach test/helper.ts, as the names they are imported by
 reach=(helper) grown=1
@@ -82,12 +84,15 @@ run () {
   dir=$(mktemp -d "${TMPDIR:-/tmp}/roja-test-logs-$key-XXXXXX")
   {
     echo "== tests $label ($# files)"
+    # PostgreSQL's files wait on its server more: one more at a time keeps the cores as busy
+    local jobs=$jobs; [ "$dialect" = postgres ] && jobs=$((jobs + 1))
     ROJA_TEST_LOG_DIR=$dir ROJA_TEST_DIALECT=$dialect "$tap" --jobs="$jobs" "$@" || status=1
     local ran=$((SECONDS - from))
     echo "== secrets in the logs of the tests $label ($dir)"
     if ROJA_TEST_LOG_DIR=$dir "$tap" scripts/scan-test-logs.ts; then rm -rf "$dir"; else status=1; echo "logs kept in $dir"; fi
     # CPU of the run's own processes (not of the database server), as the shell's children count it
-    local cpu; cpu=$(times | tail -1 | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }')
+    times > "$dir.times"  # in this shell: a $(...) would count the children of its own
+    local cpu; cpu=$(tail -1 "$dir.times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'); rm -f "$dir.times"
     echo "== time: tests $key, $# files, $jobs at a time: $ran s, then the scan of their logs: $((SECONDS - from - ran)) s; CPU $cpu s"
   } > "$log" 2>&1
   return $status
