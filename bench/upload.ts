@@ -6,7 +6,7 @@
  *
  *   npm run bench:upload [-- --mib 1024]
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
+import { Instance } from '../scripts/fleet/fleet.js'
 import { freePort, rssBytes } from '../scripts/proc.js'
 
 const MiB = 1024 * 1024
@@ -24,8 +25,6 @@ const GOAL_MIB = 64
 const BOUNDARY = '----roja-bench-boundary'
 
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'roja-bench-'))
-
-
 
 async function api (port: number, method: string, path: string, body?: unknown, token?: string) {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -74,36 +73,23 @@ function dd (size: number): { seconds: number, line: string } {
 }
 
 async function main () {
-  const port = await freePort()
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: {
-      ...process.env,
-      ENVIRONMENT: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_DIR: dir,
-      DATABASE_URL: `sqlite:${join(dir, 'roja.sqlite')}`,
-      JWT_SECRET: randomBytes(32).toString('hex'),
-      MAX_UPLOAD_BYTES: String(Math.max(SIZE, 1073741824)),
-      // the warm-up and the measured upload both fit the storage quota
-      MEDIA_QUOTA_BYTES: String(Math.max(SIZE + MiB, 5368709120)),
-      LOG_LEVEL: 'warn',
-      // The bench measures memory and throughput, not load shedding: a busy machine must not get 503s.
-      MAX_EVENT_LOOP_DELAY_MS: '60000'
-    },
-    stdio: ['ignore', 'inherit', 'inherit']
+  const server = new Instance('roja', await freePort(), ['--import', 'tsx', 'src/server.ts'], {
+    ENVIRONMENT: 'test',
+    HOST: '127.0.0.1',
+    DATA_DIR: dir,
+    DATABASE_URL: `sqlite:${join(dir, 'roja.sqlite')}`,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    MAX_UPLOAD_BYTES: String(Math.max(SIZE, 1073741824)),
+    // the warm-up and the measured upload both fit the storage quota
+    MEDIA_QUOTA_BYTES: String(Math.max(SIZE + MiB, 5368709120)),
+    LOG_LEVEL: 'warn',
+    // The bench measures memory and throughput, not load shedding: a busy machine must not get 503s.
+    MAX_EVENT_LOOP_DELAY_MS: '60000'
   })
-  const pid = server.pid!
+  const { port } = server
   try {
-    for (let i = 0; ; i++) {
-      try {
-        await api(port, 'GET', '/health')
-        break
-      } catch (err) {
-        if (i > 600 || server.exitCode !== null) throw err
-        await sleep(100)
-      }
-    }
+    await server.start()
+    const pid = server.pid!
     const password = randomBytes(12).toString('hex')
     await api(port, 'POST', '/v1/profiles', { first_name: 'Bench', username: 'bench', email: 'bench@example.com', password })
     const { access_token: token } = await api(port, 'POST', '/v1/auth/token', { username: 'bench', password })
@@ -152,8 +138,7 @@ async function main () {
     console.log(rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'))
     if (!exact || growth >= GOAL_MIB) process.exitCode = 1
   } finally {
-    server.kill('SIGTERM')
-    await new Promise(resolve => server.once('exit', resolve))
+    await server.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -14,7 +14,6 @@
  * writes soak-results.json.
  * SOAK_SECONDS=5 is the short mode for CI; SOAK_DIALECTS=sqlite|postgres and SOAK_PHASES=saturation,sigterm,kill9,outage,overload narrow the run.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -25,6 +24,7 @@ import autocannonJs from 'autocannon'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import { freePort, request, rssBytes } from './proc.js'
+import { Instance } from './fleet/fleet.js'
 import { privatePostgres } from './fleet/postgres.js'
 import { VERIFICATION_SUBJECT } from '../src/domain/email-verification.js'
 
@@ -63,44 +63,11 @@ const call = (port: number, method: string, path: string, body?: unknown, header
   request({ port, method, path, timeout: timeoutMs, headers: { ...HTTPS, ...headers } }, body)
 
 // ---------------------------------------------------------------- the server under test
-class Server {
-  child?: ChildProcess
-  log: string[] = []
-  exit?: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
-  constructor (readonly port: number, readonly env: Record<string, string>) {}
-
-  async start () {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-      cwd: ROOT, env: { ...process.env, ...this.env, PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'pipe']
-    })
-    const keep = (chunk: Buffer) => { this.log.push(String(chunk)); if (this.log.length > 200) this.log.shift() }
-    this.child.stdout!.on('data', keep)
-    this.child.stderr!.on('data', keep)
-    const child = this.child
-    this.exit = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-    for (let i = 0; i < 150; i++) {
-      if (child.exitCode !== null) break
-      try {
-        if ((await call(this.port, 'GET', '/health', undefined, {}, 1000)).status === 200) return
-      } catch {}
-      await sleep(200)
-    }
-    throw new Error(`server did not start:\n${this.log.join('').slice(-3000)}`)
-  }
-
-  async stop () {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM')
-      await Promise.race([this.exit, sleep(GRACE_MS + 2000)])
-      if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
-      await this.exit
-    }
-  }
-
-  rssBytes (): number {
-    return rssBytes(this.child!.pid!)
-  }
-}
+/** Roja from the TypeScript sources, a child process on a port of its own (scripts/fleet/fleet.ts). */
+const newServer = async (env: Record<string, string>) => new Instance('roja', await freePort(), ['--import', 'tsx', 'src/server.ts'], env)
+const STOP_MS = GRACE_MS + 2000
+// The servers run detached: an interrupted soak stops them through fleet.ts's exit handler.
+process.once('SIGINT', () => process.exit(130))
 
 // ---------------------------------------------------------------- databases
 interface Store {
@@ -199,7 +166,7 @@ async function alertsWithoutEmail (store: Store): Promise<number> {
 }
 
 // ---------------------------------------------------------------- phases
-async function saturation (dialect: string, server: Server, store: Store, s: Session) {
+async function saturation (dialect: string, server: Instance, store: Store, s: Session) {
   const acks: Acks = { posts: new Map(), comments: new Set() }
   let n = 0
   const statuses: Record<string, number> = {}
@@ -284,7 +251,7 @@ async function processedUnanswered (store: Store, texts: string[]): Promise<numb
   return n
 }
 
-async function sigterm (dialect: string, server: Server, store: Store, s: Session) {
+async function sigterm (dialect: string, server: Instance, store: Store, s: Session) {
   const load = writers(server.port, s, 12)
   await sleep(1500)
   const t0 = Date.now()
@@ -310,7 +277,7 @@ async function sigterm (dialect: string, server: Server, store: Store, s: Sessio
   })
 }
 
-async function kill9 (dialect: string, server: Server, store: Store, s: Session) {
+async function kill9 (dialect: string, server: Instance, store: Store, s: Session) {
   const load = writers(server.port, s, 12)
   await sleep(2000)
   server.child!.kill('SIGKILL')
@@ -349,7 +316,7 @@ async function kill9 (dialect: string, server: Server, store: Store, s: Session)
   })
 }
 
-async function dbOutage (dialect: string, server: Server, store: Store, s: Session) {
+async function dbOutage (dialect: string, server: Instance, store: Store, s: Session) {
   const answers: Record<string, number> = {}
   const note = (k: string) => { answers[k] = (answers[k] ?? 0) + 1 }
   let healthDown = false
@@ -394,13 +361,13 @@ async function dbOutage (dialect: string, server: Server, store: Store, s: Sessi
 
 async function overload (dialect: string, base: Record<string, string>, store: Store) {
   // a low ceiling, so that this machine's saturation crosses it
-  const server = new Server(await freePort(), { ...base, MAX_EVENT_LOOP_DELAY_MS: '1' })
+  const server = await newServer({ ...base, MAX_EVENT_LOOP_DELAY_MS: '1' })
   await server.start()
   try {
     const s = await session(server.port, store)
-    const before = server.rssBytes()
+    const before = rssBytes(server.pid!)
     let peak = before
-    const sampler = setInterval(() => { peak = Math.max(peak, server.rssBytes()) }, 100)
+    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(server.pid!)) }, 100)
     const statuses: Record<string, number> = {}
     let shedWithoutRetryAfter = 0
     const result = await autocannon({
@@ -429,7 +396,7 @@ async function overload (dialect: string, base: Record<string, string>, store: S
       notes: `shed ${shed} with 503 + Retry-After; RSS ${mb(before)} → peak ${mb(peak)} (ceiling ${mb(ceiling)}); connection errors ${result.errors}, timeouts ${result.timeouts}; statuses ${JSON.stringify(statuses)}`
     })
   } finally {
-    await server.stop()
+    await server.stop(STOP_MS)
   }
 }
 
@@ -439,26 +406,26 @@ const mb = (n: number) => `${Math.round(n / 1024 / 1024)} MiB`
 async function runDialect (dialect: string) {
   const dir = mkdtempSync(join(tmpdir(), `roja-soak-${dialect}-`))
   let store: Store | undefined
-  let server: Server | undefined
+  let server: Instance | undefined
   try {
     store = dialect === 'postgres' ? await postgresStore() : sqliteStore(dir)
     const base = {
       ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
       DATABASE_URL: store.url, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000', SHUTDOWN_GRACE_MS: String(GRACE_MS)
     }
-    server = new Server(await freePort(), base)
+    server = await newServer(base)
     await server.start()
     const s = await session(server.port, store)
     if (PHASES.has('saturation')) await saturation(dialect, server, store, s)
     if (PHASES.has('sigterm')) await sigterm(dialect, server, store, s)
     if (PHASES.has('kill9')) await kill9(dialect, server, store, s)
     if (PHASES.has('outage') && store.stopDb) await dbOutage(dialect, server, store, s)
-    await server.stop()
+    await server.stop(STOP_MS)
     if (PHASES.has('overload')) await overload(dialect, base, store)
   } catch (err) {
     results.push({ dialect, fault: 'harness', requests: 0, acknowledged: 0, lost: 0, errors: 1, ok: false, notes: String((err as Error).stack ?? err).slice(0, 800) + (server ? `\n${server.log.join('').slice(-6000)}` : '') })
   } finally {
-    await server?.stop().catch(() => {})
+    await server?.stop(STOP_MS).catch(() => {})
     await store?.close().catch(() => {})
     if (existsSync(dir)) rmSync(dir, { recursive: true, force: true })
   }

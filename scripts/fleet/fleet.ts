@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort, npmStartArgs } from '../proc.js'
+import { freePort, npmStartArgs, request } from '../proc.js'
 import { startHAProxy, type HAProxy } from './haproxy.js'
 import { privatePostgres, type PrivatePostgres } from './postgres.js'
 
@@ -107,17 +106,8 @@ function writeTargets (file: string, groups: TargetGroup[]): void {
   renameSync(`${file}.tmp`, file)
 }
 
-function healthy (port: number): Promise<boolean> {
-  return new Promise(resolve => {
-    const req = request({ host: '127.0.0.1', port, path: '/health', agent: false, timeout: 1000 }, (res) => {
-      res.resume()
-      resolve(res.statusCode === 200)
-    })
-    req.on('timeout', () => req.destroy())
-    req.on('error', () => resolve(false))
-    req.end()
-  })
-}
+// As through a TLS-terminating proxy, so that an instance in production mode (the soak's) answers too.
+const healthy = (port: number) => request({ port, path: '/health', timeout: 1000, headers: { 'x-forwarded-proto': 'https' } }).then(res => res.status === 200, () => false)
 
 export async function startFleet (opts: FleetOptions): Promise<Fleet> {
   const count = opts.instances ?? 3
