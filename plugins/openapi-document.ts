@@ -25,7 +25,7 @@ const JSON_TYPE = 'application/json'
 /** Input date-times as Roja's validator takes them (its own format `lenient-date-time`), as a standard pattern. */
 const LENIENT_DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:?\\d{2})?$'
 
-/** Response headers, declared once and referenced from each answer that carries them. */
+/** Response headers by the name they are sent under, declared once and referenced from each answer that carries them. */
 const HEADERS: Record<string, Doc> = {
   ETag: {
     description: 'Strong validator of this representation: send it back as `If-None-Match` (304 while current) or `If-Match` (412 when stale).',
@@ -45,7 +45,7 @@ const HEADERS: Record<string, Doc> = {
     schema: { type: 'string' },
     example: '</v1/posts?limit=10&offset=20>; rel="next", </v1/posts?limit=10&offset=0>; rel="prev", </v1/posts?limit=10&offset=0>; rel="first"'
   },
-  RetryAfter: {
+  'Retry-After': {
     description: 'Seconds to wait before trying again.',
     required: true,
     schema: { type: 'string', pattern: '^\\d+$' },
@@ -63,58 +63,45 @@ const HEADERS: Record<string, Doc> = {
     schema: { type: 'string' },
     example: 'Wed, 01 Jul 2026 00:00:00 GMT'
   },
-  IdempotentReplayed: {
+  'Idempotent-Replayed': {
     description: '`true` when this answer is the stored one of an earlier request with the same `Idempotency-Key` and body (nothing new was created).',
     schema: { type: 'string', enum: ['true'] },
     example: 'true'
   },
-  RateLimitLimit: {
+  'X-RateLimit-Limit': {
     description: 'Requests allowed per window for this client.',
     schema: { type: 'string', pattern: '^\\d+$' },
     example: '300'
   },
-  RateLimitRemaining: {
+  'X-RateLimit-Remaining': {
     description: 'Requests left in the current window.',
     schema: { type: 'string', pattern: '^\\d+$' },
     example: '297'
   },
-  RateLimitReset: {
+  'X-RateLimit-Reset': {
     description: 'Seconds until the window starts again.',
     schema: { type: 'string', pattern: '^\\d+$' },
     example: '42'
   },
-  WWWAuthenticate: {
+  'WWW-Authenticate': {
     description: 'The scheme to authenticate with: `Bearer`.',
     schema: { type: 'string' },
     example: 'Bearer'
   },
-  ContentRange: {
+  'Content-Range': {
     description: 'The byte range sent and the size of the whole file; on a 416, `*` and the size.',
     required: true,
     schema: { type: 'string', pattern: '^bytes (\\d+-\\d+|\\*)/\\d+$' },
     example: 'bytes 0-99/2048'
   },
-  AcceptRanges: {
+  'Accept-Ranges': {
     description: 'Byte ranges of the file can be asked for with `Range`.',
     schema: { type: 'string', enum: ['bytes'] },
     example: 'bytes'
   }
 }
-const HEADER_NAMES: Record<string, string> = {
-  ETag: 'ETag',
-  Location: 'Location',
-  Link: 'Link',
-  RetryAfter: 'Retry-After',
-  Deprecation: 'Deprecation',
-  Sunset: 'Sunset',
-  IdempotentReplayed: 'Idempotent-Replayed',
-  RateLimitLimit: 'X-RateLimit-Limit',
-  RateLimitRemaining: 'X-RateLimit-Remaining',
-  RateLimitReset: 'X-RateLimit-Reset',
-  WWWAuthenticate: 'WWW-Authenticate',
-  ContentRange: 'Content-Range',
-  AcceptRanges: 'Accept-Ranges'
-}
+/** A header's component name: `Retry-After` is `RetryAfter`, `X-RateLimit-Limit` is `RateLimitLimit`. */
+const componentName = (header: string) => header.replace(/^X-/, '').replaceAll('-', '')
 
 const TAGS: Record<string, string> = {
   alerts: 'What happened on your posts (a review or a comment by someone else); each alert is also e-mailed to you.',
@@ -181,7 +168,7 @@ export function describeDocument (doc: Doc, facts: Map<string, RouteFacts>): Doc
     .flatMap(op => (op.security ?? []).flatMap((requirement: Doc) => Object.keys(requirement))))
   for (const name of Object.keys(doc.components.securitySchemes ?? {})) if (!schemes.has(name)) delete doc.components.securitySchemes[name]
   if (Object.keys(doc.components.securitySchemes ?? {}).length === 0) delete doc.components.securitySchemes
-  doc.components.headers = Object.fromEntries([...usedHeaders].sort().map(name => [name, HEADERS[name]]))
+  doc.components.headers = Object.fromEntries([...usedHeaders].map(name => [componentName(name), HEADERS[name]]).sort(([a], [b]) => (a < b ? -1 : 1)))
   doc.tags = doc.tags.map((tag: Doc) => ({ ...tag, description: TAGS[tag.name] ?? tag.name }))
   standardFormats(doc)
   return doc
@@ -221,8 +208,8 @@ function describeOperation (path: string, method: string, op: Doc, fact: RouteFa
     if (problem) {
       response.content = { [PROBLEM_TYPE]: { schema: response.content[JSON_TYPE].schema, examples: problemExamples(response.description, path) } }
       response.description = problemDescription(response.description)
-      if (status === '429' || status === '503') headers.push('RetryAfter')
-      if (status === '401') headers.push('WWWAuthenticate')
+      if (status === '429' || status === '503') headers.push('Retry-After')
+      if (status === '401') headers.push('WWW-Authenticate')
     } else {
       if (response.description === 'Default Response') response.description = successDescription(status, response)
       concreteByteTypes(response)
@@ -233,22 +220,18 @@ function describeOperation (path: string, method: string, op: Doc, fact: RouteFa
     }
     // an operation that serves bytes in ranges (a 206) says so on each answer about the file
     const ranged = Boolean(op.responses['206'])
-    if (ranged && ['200', '206', '304', '416'].includes(status)) headers.push('AcceptRanges')
-    if (status === '206' || (ranged && status === '416')) headers.push('ContentRange')
+    if (ranged && ['200', '206', '304', '416'].includes(status)) headers.push('Accept-Ranges')
+    if (status === '206' || (ranged && status === '416')) headers.push('Content-Range')
     if (fact.etag && (status === '200' || status === '206' || status === '304' || (ranged && status === '416'))) headers.push('ETag')
     if (status === '201') headers.push('Location')
-    if (status === '201' && fact.idempotent) headers.push('IdempotentReplayed')
+    if (status === '201' && fact.idempotent) headers.push('Idempotent-Replayed')
     if ((fact.paged && status === '200') || fact.deprecated) headers.push('Link')
     if (fact.deprecated) headers.push('Deprecation', 'Sunset')
-    if (fact.rateLimited) headers.push('RateLimitLimit', 'RateLimitRemaining', 'RateLimitReset')
+    if (fact.rateLimited) headers.push('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset')
     for (const name of headers) {
       usedHeaders.add(name)
       response.headers ??= {}
-      response.headers[HEADER_NAMES[name]] ??= { $ref: `#/components/headers/${name}` }
-    }
-    for (const ref of Object.values<Doc>(response.headers ?? {})) {
-      const name = String(ref.$ref ?? '').split('/').pop()
-      if (name && HEADERS[name]) usedHeaders.add(name)
+      response.headers[name] ??= { $ref: `#/components/headers/${componentName(name)}` }
     }
   }
 }
