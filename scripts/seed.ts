@@ -2,9 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import cliProgress from 'cli-progress'
 import type { Insertable } from 'kysely'
-import { ConfigError, loadConfig } from '../plugins/config.js'
-import { createDb, type Db } from '../src/db/dialect.js'
-import { migrateToLatest } from '../src/db/migrate.js'
+import { onConfiguredDatabase } from '../src/cli.js'
+import type { Db } from '../src/db/dialect.js'
 import type { Database } from '../src/db/schema.js'
 import { hashPassword } from '../src/domain/passwords.js'
 
@@ -196,31 +195,16 @@ export async function main (argv: string[]): Promise<number> {
   if (argv.some(a => a === '--help' || a === '-h')) { console.log(USAGE); return 0 }
   const opts = parseSeedArgs(argv)
   if (!opts) { console.error(USAGE); return 2 }
-  let config
-  try {
-    config = loadConfig(process.env, { dotenv: true })
-  } catch (err) {
-    if (err instanceof ConfigError) { console.error(err.message); return 1 }
-    throw err
-  }
-  const db = createDb(config.databaseUrl)
-  try {
-    await migrateToLatest(db)
+  return onConfiguredDatabase(async (db) => {
     const done = await seed(db, opts)
-    console.log([
+    return [
       `seeded ${done.users} users (${done.creators} creators) and ${done.posts} posts with ${done.tags} tags`,
       `every seeded user's password: ${done.password}`,
       'accounts to sign in with (POST /v1/auth/token):',
       ...done.creatorUsernames.slice(0, 3).map(u => `  ${u}  creator`),
       ...done.readerUsernames.slice(0, 2).map(u => `  ${u}  not a creator`)
-    ].join('\n'))
-    return 0
-  } catch (err) {
-    console.error(`error: ${(err as Error).message}`)
-    return 1
-  } finally {
-    await db.destroy()
-  }
+    ].join('\n')
+  })
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,6 +1,5 @@
 import { pathToFileURL } from 'node:url'
 import { ConfigError, loadConfig } from '../plugins/config.js'
-import { AppError } from '../schemas/problems.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
@@ -77,6 +76,14 @@ export async function main (argv: string[]): Promise<number> {
     console.error(command ? `usage: npm run cli -- ${command.usage}` : help([]))
     return 2
   }
+  return onConfiguredDatabase(db => command.run(db, args))
+}
+
+/**
+ * Runs `work` on the migrated database of DATABASE_URL (.env read) and prints what it answers:
+ * 0 done, 1 a bad configuration or a failure (unknown user …), printed as one line.
+ */
+export async function onConfiguredDatabase (work: (db: Db) => Promise<string>): Promise<number> {
   let config
   try {
     config = loadConfig(process.env, { dotenv: true })
@@ -87,10 +94,9 @@ export async function main (argv: string[]): Promise<number> {
   const db = createDb(config.databaseUrl)
   try {
     await migrateToLatest(db)
-    console.log(await command.run(db, args))
+    console.log(await work(db))
     return 0
   } catch (err) {
-    if (err instanceof AppError) { console.error(`error: ${err.message}`); return 1 }
     console.error(`error: ${(err as Error).message}`)
     return 1
   } finally {
