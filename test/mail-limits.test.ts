@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createCreator, createUser } from './fixtures.js'
 import { build, json } from './helper.js'
-import { insertPost } from './mail.js'
+import { insertPost } from './post-fixtures.js'
 import { createReview } from '../src/domain/reviews.js'
 
 /**
@@ -16,7 +16,7 @@ t.test('mail-sending routes stop at MAIL_RATE_LIMIT_MAX per user, from any IP, a
 
   const routes = async () => {
     const me = await createCreator(app, { verified: true })
-    const postId = await insertPost(app, me.id, 'Mine')
+    const postId = await insertPost(app, me.id, { title: 'Mine' })
     const reader = await createUser(app)
     await createReview(app.db, postId, reader.id, { rating: 5 })
     const [alert] = json(await app.inject({ method: 'GET', url: '/v1/alerts', headers: me.headers })).alerts
@@ -61,7 +61,7 @@ t.test('with Redis unreachable the limit still holds: counted in this instance, 
   const app = await build(t, { env: { MAIL_RATE_LIMIT_MAX: String(MAX), REDIS_URL: 'redis://127.0.0.1:1' } })
   const queued = async () => (await app.db.selectFrom('outbox_message').select('id').execute()).length
   const me = await createCreator(app, { verified: true })
-  const postId = await insertPost(app, me.id, 'Mine')
+  const postId = await insertPost(app, me.id, { title: 'Mine' })
   const reader = await createUser(app)
   await createReview(app.db, postId, reader.id, { rating: 5 })
   const [alert] = json(await app.inject({ method: 'GET', url: '/v1/alerts', headers: me.headers })).alerts

@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance } from 'fastify'
 import { SMTPServer } from 'smtp-server'
 import type { Test } from 'tap'
-import { writeTimeIso } from '../src/db/clock.js'
 
-/** Test helpers for e-mail: a real SMTP server on loopback, and posts put straight into the database. */
+/** Test helpers for e-mail: a real SMTP server on loopback. */
 
 export interface ReceivedMail {
   to: string[]
@@ -71,15 +68,4 @@ function decodeHeader (value: string): string {
     enc.toUpperCase() === 'B'
       ? Buffer.from(text, 'base64').toString('utf8')
       : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_h, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1').toString('utf8'))
-}
-
-/** A published post of `creatorId`, inserted directly (sort_at included). */
-export async function insertPost (app: FastifyInstance, creatorId: string, title = 'A post'): Promise<string> {
-  const id = randomUUID()
-  const now = writeTimeIso()
-  await app.db.insertInto('post').values({
-    id, creator_id: creatorId, type: 'ARTICLE', slug: `post-${id.slice(0, 8)}`, title, body: '', tags: '[]',
-    media_url: null, published_at: now, created_at: now, updated_at: now, sort_at: now
-  }).execute()
-  return id
 }

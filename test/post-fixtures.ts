@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
+import { writeTimeIso } from '../src/db/clock.js'
 import { build, json } from './helper.js'
 import type { TestUser } from './fixtures.js'
 
@@ -19,6 +21,17 @@ export async function createPost (app: FastifyInstance, user: TestUser, body: Re
   })
   if (res.statusCode !== 201) throw new Error(`createPost: ${res.statusCode} ${res.body}`)
   return json(res)
+}
+
+/** A post of `creatorId` put straight into the database (sort_at included), published now unless `published_at` says otherwise. */
+export async function insertPost (app: FastifyInstance, creatorId: string, fields: { type?: 'ARTICLE' | 'COURSE', title?: string, tags?: string[], published_at?: string | null } = {}): Promise<string> {
+  const id = randomUUID()
+  const now = writeTimeIso()
+  await app.db.insertInto('post').values({
+    id, creator_id: creatorId, type: fields.type ?? 'ARTICLE', slug: `post-${id}`, title: fields.title ?? 'A post', body: '', tags: JSON.stringify(fields.tags ?? []),
+    media_url: null, published_at: fields.published_at === undefined ? now : fields.published_at, created_at: now, updated_at: now, sort_at: now
+  }).execute()
+  return id
 }
 
 /**

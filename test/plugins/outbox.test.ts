@@ -7,7 +7,8 @@ import { claimDue, enqueueEmail } from '../../src/domain/outbox.js'
 import { toDate } from '../../src/db/date-time-format.js'
 import { createCreator, createUser } from '../fixtures.js'
 import { build, dialect, freshDatabase } from '../helper.js'
-import { insertPost, smtpServer } from '../mail.js'
+import { smtpServer } from '../mail.js'
+import { insertPost } from '../post-fixtures.js'
 
 const noLoop = { loop: false }
 
@@ -105,7 +106,7 @@ t.test('delivering an alert\'s e-mail sets the alert\'s sent_at', async (t) => {
   const app = await build(t, { env: { SMTP_URL: smtp.url }, outbox: noLoop })
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app)
-  const postId = await insertPost(app, creator.id, 'Cats')
+  const postId = await insertPost(app, creator.id, { title: 'Cats' })
   const alertId = await app.db.transaction().execute(trx => alertPostCreator(trx, { postId, actorId: reader.id, kind: 'review' }))
   t.ok(alertId)
   const before = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId!).executeTakeFirstOrThrow()

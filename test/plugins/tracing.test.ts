@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { createCreator, createUser } from '../fixtures.js'
 import { build, dialect, type BuildOptions } from '../helper.js'
-import { insertPost } from '../mail.js'
+import { insertPost } from '../post-fixtures.js'
 
 const dbSystem = dialect === 'postgres' ? 'postgresql' : 'sqlite'
 
@@ -42,7 +42,7 @@ t.test('off by default: no SDK plugin, no hooks, no decorators, no trace ids in 
 t.test('a request: a SERVER span named by the route template, the handler and its queries below it', async (t) => {
   const { app, spans } = await traced(t)
   const creator = await createCreator(app)
-  const postId = await insertPost(app, creator.id, 'Traced post')
+  const postId = await insertPost(app, creator.id, { title: 'Traced post' })
   const res = await app.inject({ method: 'GET', url: `/v1/posts/${postId}`, headers: creator.headers })
   t.equal(res.statusCode, 200)
 

@@ -4,7 +4,7 @@ import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
 import { createCreator, createUser, verifyEmail, type TestUser } from '../../fixtures.js'
 import { json } from '../../helper.js'
-import { insertPost } from '../../mail.js'
+import { insertPost } from '../../post-fixtures.js'
 import { checkListBounds, MISSING, setup } from '../../post-fixtures.js'
 
 interface World {
@@ -18,7 +18,7 @@ async function world (t: Test): Promise<World> {
   const app = await setup(t) // the outbox worker only runs on its own once the app listens: tests call runOnce
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app)
-  const postId = await insertPost(app, creator.id, 'Cats')
+  const postId = await insertPost(app, creator.id, { title: 'Cats' })
   return { app, creator, reader, postId }
 }
 
@@ -71,7 +71,7 @@ t.test('while the creator\'s address is unverified, alerts are made but not mail
   const app = await setup(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
-  const w = { app, creator, reader, postId: await insertPost(app, creator.id, 'Cats') }
+  const w = { app, creator, reader, postId: await insertPost(app, creator.id, { title: 'Cats' }) }
   await review(w)
   await comment(w)
   const alertMail = () => app.db.selectFrom('outbox_message').select('id').where('alert_id', 'is not', null).execute()

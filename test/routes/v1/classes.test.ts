@@ -3,17 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { writeTimeIso } from '../../../src/db/clock.js'
-
-async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE', publishedAt?: string | null) {
-  const id = randomUUID()
-  const now = writeTimeIso()
-  await app.db.insertInto('post').values({
-    id, creator_id: creator.id, type, slug: `s-${id}`, title: 'T', body: '', tags: '[]', media_url: null,
-    published_at: publishedAt === undefined ? now : publishedAt, created_at: now, updated_at: now, sort_at: now
-  }).execute()
-  return id
-}
+import { insertPost } from '../../post-fixtures.js'
 
 async function openClass (app: FastifyInstance, owner: TestUser, body: object = { name: 'Class' }) {
   const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: body })
@@ -31,7 +21,7 @@ t.test('POST /v1/classes: a creator opens a class, optionally for one of their c
   const app = await build(t)
   const owner = await createCreator(app, { firstName: 'Ada', lastName: 'L' })
   const other = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'Evening', course_id: course, starts_date: '2026-12-01' } })
   t.equal(res.statusCode, 201)
   const cls = json(res)
@@ -42,7 +32,7 @@ t.test('POST /v1/classes: a creator opens a class, optionally for one of their c
   t.equal(bare.course_id, null)
   t.equal(bare.starts_date, null)
 
-  const article = await insertPost(app, owner, 'ARTICLE')
+  const article = await insertPost(app, owner.id)
   const notCourse = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', course_id: article } })
   t.equal(notCourse.statusCode, 422)
   t.equal(json(notCourse).errors[0].field, '/course_id')
@@ -61,9 +51,9 @@ t.test('POST /v1/classes: another creator\'s draft or scheduled course answers e
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const later = new Date(Date.now() + 86_400_000).toISOString()
-  const draft = await insertPost(app, owner, 'COURSE', null)
-  const scheduled = await insertPost(app, owner, 'COURSE', later)
-  const published = await insertPost(app, owner, 'COURSE')
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
+  const scheduled = await insertPost(app, owner.id, { type: 'COURSE', published_at: later })
+  const published = await insertPost(app, owner.id, { type: 'COURSE' })
   const post = (user: TestUser, courseId: string) =>
     app.inject({ method: 'POST', url: '/v1/classes', headers: user.headers, payload: { name: 'x', course_id: courseId } })
 
@@ -129,7 +119,7 @@ t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, 
   const other = await createCreator(app)
   const reader = await createUser(app)
   const banned = await createUser(app, { active: false })
-  const course = await insertPost(app, owner, 'COURSE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
   await openClass(app, owner, { name: 'b', course_id: course, starts_date: '2026-02-01' })
   await openClass(app, owner, { name: 'a', starts_date: '2026-01-01' })
   const c = await openClass(app, other, { name: 'c' })
@@ -160,9 +150,9 @@ t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists an
   const other = await createCreator(app)
   const reader = await createUser(app)
   const later = new Date(Date.now() + 86_400_000).toISOString()
-  const draft = await insertPost(app, owner, 'COURSE', null)
-  const scheduled = await insertPost(app, owner, 'COURSE', later)
-  const published = await insertPost(app, owner, 'COURSE')
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
+  const scheduled = await insertPost(app, owner.id, { type: 'COURSE', published_at: later })
+  const published = await insertPost(app, owner.id, { type: 'COURSE' })
   const inDraft = await openClass(app, owner, { name: 'draft', course_id: draft })
   const inScheduled = await openClass(app, owner, { name: 'scheduled', course_id: scheduled })
   await openClass(app, owner, { name: 'published', course_id: published })

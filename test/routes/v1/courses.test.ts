@@ -3,17 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { writeTimeIso } from '../../../src/db/clock.js'
-
-async function insertPost (app: FastifyInstance, creator: TestUser, type: 'ARTICLE' | 'COURSE', published = true) {
-  const id = randomUUID()
-  const now = writeTimeIso()
-  await app.db.insertInto('post').values({
-    id, creator_id: creator.id, type, slug: `s-${id}`, title: 'Learn', body: 'b', tags: '["x"]', media_url: null,
-    published_at: published ? now : null, created_at: now, updated_at: now, sort_at: now
-  }).execute()
-  return id
-}
+import { insertPost } from '../../post-fixtures.js'
 
 async function addChapter (app: FastifyInstance, owner: TestUser, courseId: string, body: object) {
   const res = await app.inject({ method: 'POST', url: `/v1/courses/${courseId}/chapters`, headers: owner.headers, payload: body })
@@ -31,9 +21,9 @@ t.test('GET /v1/courses/{courseId}: a COURSE post with its chapter count; ARTICL
   const app = await build(t)
   const owner = await createCreator(app, { firstName: 'Ada' })
   const reader = await createUser(app)
-  const course = await insertPost(app, owner, 'COURSE')
-  const article = await insertPost(app, owner, 'ARTICLE')
-  const draft = await insertPost(app, owner, 'COURSE', false)
+  const course = await insertPost(app, owner.id, { type: 'COURSE', title: 'Learn', tags: ['x'] })
+  const article = await insertPost(app, owner.id)
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
   await addChapter(app, owner, course, { title: 'One' })
   const res = await app.inject({ method: 'GET', url: `/v1/courses/${course}` })
   t.equal(res.statusCode, 200)
@@ -54,8 +44,8 @@ t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or ins
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const banned = await createCreator(app, { active: false })
-  const course = await insertPost(app, owner, 'COURSE')
-  const article = await insertPost(app, owner, 'ARTICLE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const article = await insertPost(app, owner.id)
   const url = `/v1/courses/${course}/chapters`
   t.equal((await app.inject({ method: 'POST', url, payload: { title: 'x' } })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
@@ -81,7 +71,7 @@ t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or ins
 t.test('POST /v1/courses/{courseId}/chapters honours Idempotency-Key', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const url = `/v1/courses/${course}/chapters`
   const headers = { ...owner.headers, 'idempotency-key': 'ch-1' }
   const first = await app.inject({ method: 'POST', url, headers, payload: { title: 'A' } })
@@ -94,8 +84,8 @@ t.test('POST /v1/courses/{courseId}/chapters honours Idempotency-Key', async (t)
 t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
-  const draft = await insertPost(app, owner, 'COURSE', false)
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
   for (const title of ['b', 'c', 'a']) await addChapter(app, owner, course, { title })
   const url = `/v1/courses/${course}/chapters`
   const titles = async (q: string) => json(await app.inject({ method: 'GET', url: `${url}?${q}` })).chapters.map((c: any) => c.title)
@@ -114,8 +104,8 @@ t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s'
 t.test('GET /v1/chapters/{chapterId}: one chapter, ETag, 404 when missing or its course is hidden', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
-  const draft = await insertPost(app, owner, 'COURSE', false)
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
   const chapter = await addChapter(app, owner, course, { title: 'A' })
   const hidden = await addChapter(app, owner, draft, { title: 'H' })
   const res = await app.inject({ method: 'GET', url: `/v1/chapters/${chapter.id}` })
@@ -132,8 +122,8 @@ t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, po
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const banned = await createCreator(app, { active: false })
-  const course = await insertPost(app, owner, 'COURSE')
-  const otherCourse = await insertPost(app, owner, 'COURSE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const otherCourse = await insertPost(app, owner.id, { type: 'COURSE' })
   const chapter = await addChapter(app, owner, course, { title: 'A' })
   const url = `/v1/courses/${course}/chapters/${chapter.id}/lessons`
   t.equal((await app.inject({ method: 'POST', url, payload: { title: 'x' } })).statusCode, 401)
@@ -160,7 +150,7 @@ t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, po
 t.test('POST lessons honours Idempotency-Key', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const chapter = await addChapter(app, owner, course, { title: 'A' })
   const url = `/v1/courses/${course}/chapters/${chapter.id}/lessons`
   const headers = { ...owner.headers, 'idempotency-key': 'l-1' }
@@ -174,9 +164,9 @@ t.test('POST lessons honours Idempotency-Key', async (t) => {
 t.test('GET lessons: chapter under another course is 404; sort and paging; GET /v1/lessons/{lessonId}', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const course = await insertPost(app, owner, 'COURSE')
-  const otherCourse = await insertPost(app, owner, 'COURSE')
-  const draft = await insertPost(app, owner, 'COURSE', false)
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const otherCourse = await insertPost(app, owner.id, { type: 'COURSE' })
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
   const chapter = await addChapter(app, owner, course, { title: 'A' })
   const hiddenChapter = await addChapter(app, owner, draft, { title: 'H' })
   const hiddenLesson = await addLesson(app, owner, draft, hiddenChapter.id, { title: 'secret' })

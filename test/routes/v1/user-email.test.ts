@@ -5,15 +5,15 @@ import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
 import { createCreator, createUser, verifyEmail } from '../../fixtures.js'
 import { json } from '../../helper.js'
-import { insertPost } from '../../mail.js'
+import { insertPost } from '../../post-fixtures.js'
 import { setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/users/{userId}/email answers 202 and queues your account summary', async (t) => {
   const app = await setup(t)
   const me = await createCreator(app, { verified: true })
   const reader = await createUser(app)
-  const postId = await insertPost(app, me.id, 'One')
-  await insertPost(app, me.id, 'Two')
+  const postId = await insertPost(app, me.id, { title: 'One' })
+  await insertPost(app, me.id, { title: 'Two' })
   await createReview(app.db, postId, reader.id, { rating: 4 })
   await createComment(app.db, postId, me.id, { text: 'thanks' })
   const before = await app.db.selectFrom('outbox_message').select('id').execute()
