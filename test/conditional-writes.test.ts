@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { json } from './helper.js'
+import { build, json } from './helper.js'
 import { createCreator, type TestUser } from './fixtures.js'
-import { createPost, setup } from './post-fixtures.js'
+import { createPost } from './post-fixtures.js'
 
 /**
  * Lost updates: many PUTs or PATCHes (and DELETEs) fired together with the same If-Match. The
@@ -59,7 +59,7 @@ const targets: Target[] = [
 for (const target of targets) {
   for (const method of ['PUT', 'PATCH'] as const) {
     t.test(`${target.name}: ${TWINS} ${method} requests with the same If-Match, exactly one succeeds`, async (t) => {
-      const app = await setup(t)
+      const app = await build(t)
       for (let round = 1; round <= ROUNDS; round++) {
         const owner = await createCreator(app)
         const url = await target.create(app, owner)
@@ -81,7 +81,7 @@ for (const target of targets) {
 
 for (const target of targets.filter(x => x.name !== 'profile')) {
   t.test(`${target.name}: a PUT and a DELETE with the same If-Match, only one happens`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     for (let round = 1; round <= ROUNDS; round++) {
       const owner = await createCreator(app)
       const url = await target.create(app, owner)

@@ -2,13 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { writeTimeIso } from '../src/db/clock.js'
-import { build, json } from './helper.js'
+import { json } from './helper.js'
 import type { TestUser } from './fixtures.js'
-
-/** The app for the posts-family tests. */
-export async function setup (t: Test): Promise<FastifyInstance> {
-  return build(t)
-}
 
 export const MEDIA = 'http://127.0.0.1:3000/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'
 export const MISSING = '00000000-0000-4000-8000-000000000000'

@@ -3,9 +3,8 @@ import t, { type Test } from 'tap'
 import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
 import { createCreator, createUser, verifyEmail, type TestUser } from '../../fixtures.js'
-import { json } from '../../helper.js'
-import { insertPost } from '../../post-fixtures.js'
-import { checkListBounds, MISSING, setup } from '../../post-fixtures.js'
+import { build, json } from '../../helper.js'
+import { checkListBounds, insertPost, MISSING } from '../../post-fixtures.js'
 
 interface World {
   app: FastifyInstance
@@ -15,7 +14,7 @@ interface World {
 }
 
 async function world (t: Test): Promise<World> {
-  const app = await setup(t) // the outbox worker only runs on its own once the app listens: tests call runOnce
+  const app = await build(t) // the outbox worker only runs on its own once the app listens: tests call runOnce
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app)
   const postId = await insertPost(app, creator.id, { title: 'Cats' })
@@ -68,7 +67,7 @@ t.test('a review and a comment on your post alert you and queue e-mails; your ow
 })
 
 t.test('while the creator\'s address is unverified, alerts are made but not mailed, and resend is 403 EmailNotVerified', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const w = { app, creator, reader, postId: await insertPost(app, creator.id, { title: 'Cats' }) }

@@ -1,10 +1,10 @@
 import t from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
-import { MISSING, checkListBounds, createPost, setup } from '../../post-fixtures.js'
+import { MISSING, checkListBounds, createPost } from '../../post-fixtures.js'
 
 t.test('POST /v1/posts/{postId}/comments: 201, Location, the Comment shape; alerts the creator, not when commenting on one\'s own post', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app, { firstName: 'Carl', lastName: 'Commenter' })
   const post = await createPost(app, creator)
@@ -25,7 +25,7 @@ t.test('POST /v1/posts/{postId}/comments: 201, Location, the Comment shape; aler
 })
 
 t.test('POST /v1/posts/{postId}/comments: validation, authorisation, missing and hidden posts', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator)
@@ -44,7 +44,7 @@ t.test('POST /v1/posts/{postId}/comments: validation, authorisation, missing and
 })
 
 t.test('GET /v1/posts/{postId}/comments: oldest first, sort both ways, list bounds, missing post', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator)
@@ -72,7 +72,7 @@ t.test('GET /v1/posts/{postId}/comments: oldest first, sort both ways, list boun
 })
 
 t.test('GET/PUT/DELETE /v1/posts/{postId}/comments/{commentId}: a comment under another post is 404', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const one = await createPost(app, creator)
@@ -91,7 +91,7 @@ t.test('GET/PUT/DELETE /v1/posts/{postId}/comments/{commentId}: a comment under 
 })
 
 t.test('PUT /v1/posts/{postId}/comments/{commentId}: author only, If-Match, ETag', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const author = await createUser(app)
   const post = await createPost(app, creator)
@@ -121,7 +121,7 @@ t.test('PUT /v1/posts/{postId}/comments/{commentId}: author only, If-Match, ETag
 })
 
 t.test('DELETE /v1/posts/{postId}/comments/{commentId}: author only, If-Match, 204', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const author = await createUser(app)
   const post = await createPost(app, creator)
@@ -140,7 +140,7 @@ t.test('DELETE /v1/posts/{postId}/comments/{commentId}: author only, If-Match, 2
 })
 
 t.test('POST /v1/posts/{postId}/comments with Idempotency-Key: one comment for a replay', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator)

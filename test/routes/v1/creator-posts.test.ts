@@ -1,10 +1,10 @@
 import t from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
-import { MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
+import { MISSING, backdate, checkListBounds, createPost } from '../../post-fixtures.js'
 
 t.test('GET /v1/creators/{profileId}/posts: the creator\'s published posts, newest activity first', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const other = await createCreator(app)
   const a = await createPost(app, creator, { title: 'A', tags: ['x'] })
@@ -32,7 +32,7 @@ t.test('GET /v1/creators/{profileId}/posts: the creator\'s published posts, newe
 })
 
 t.test('GET /v1/creators/{profileId}/posts: the creator is checked first', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const missing = await app.inject({ method: 'GET', url: `/v1/creators/${MISSING}/posts` })
   t.equal(missing.statusCode, 404)
   t.equal(json(missing).code, 'ProfileNotFound')

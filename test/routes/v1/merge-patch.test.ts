@@ -1,8 +1,8 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { MEDIA, createPost, setup } from '../../post-fixtures.js'
+import { MEDIA, createPost } from '../../post-fixtures.js'
 
 /**
  * PATCH on every resource that has a PUT: a JSON Merge Patch (RFC 7396) of the writable fields,
@@ -140,7 +140,7 @@ async function unchanged (t: Test, app: FastifyInstance, url: string, owner: Tes
 
 for (const r of resources) {
   t.test(`PATCH ${r.name}: one field changes, the others are kept; the answer and its ETag are a GET's`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
     const before = await read(app, url, owner)
@@ -156,7 +156,7 @@ for (const r of resources) {
   })
 
   t.test(`PATCH ${r.name}: both media types are taken; a JSON Patch is 415 naming the two`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
     for (const type of ['application/merge-patch+json', 'application/merge-patch+json; charset=utf-8', 'Application/Merge-Patch+JSON', 'application/json', 'application/json; charset=utf-8']) {
@@ -181,7 +181,7 @@ for (const r of resources) {
   })
 
   t.test(`PATCH ${r.name}: null on the required ${r.required} is 422 with a clear message; a broken rule is 422; nothing written`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
     const before = await read(app, url, owner)
@@ -204,7 +204,7 @@ for (const r of resources) {
   if (r.clears) {
     const { field, to } = r.clears
     t.test(`PATCH ${r.name}: null clears the optional ${field}`, async (t) => {
-      const app = await setup(t)
+      const app = await build(t)
       const owner = await r.owner(app)
       const url = await r.create(app, owner)
       const before = await read(app, url, owner)
@@ -217,7 +217,7 @@ for (const r of resources) {
   }
 
   t.test(`PATCH ${r.name}: ${r.owned ? 'another user 403, ' : ''}no token 401, stale If-Match 412 and nothing written; a fresh If-Match works`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
     const before = await read(app, url, owner)
@@ -242,7 +242,7 @@ for (const r of resources) {
   })
 
   t.test(`PUT ${r.name} still replaces: the optional fields it leaves out are cleared`, async (t) => {
-    const app = await setup(t)
+    const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
     const res = await app.inject({ method: 'PUT', url, headers: owner.headers, payload: r.put })
@@ -255,7 +255,7 @@ for (const r of resources) {
 }
 
 t.test('PATCH post: slug and published_at cleared with null; a merge that breaks a rule writes nothing', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator, { title: 'Notes on the Engine', slug: 'own-slug', body: 'Text.', tags: ['a'], published_at: '2026-01-01T00:00:00Z' })
   const url = `/v1/posts/${post.id}`
@@ -303,7 +303,7 @@ t.test('PATCH post: slug and published_at cleared with null; a merge that breaks
 })
 
 t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar host is 422; username and e-mail are not writable', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const user = await createUser(app)
   await resources[2].create(app, user)
   const url = '/v1/profiles/me'
@@ -320,7 +320,7 @@ t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar hos
 })
 
 t.test('PATCH product: each member keeps its PUT rule; null on price_cents or name is 422', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const owner = await createCreator(app)
   const url = await resources[4].create(app, owner)
   const before = await read(app, url, owner)
@@ -334,7 +334,7 @@ t.test('PATCH product: each member keeps its PUT rule; null on price_cents or na
 })
 
 t.test('PATCH on a path without PUT is 405; merge-patch+json is refused where no PATCH is', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator)
   const reviews = await app.inject({ method: 'PATCH', url: `/v1/posts/${post.id}/reviews`, headers: { ...creator.headers, 'content-type': 'application/json' }, payload: '{}' })
@@ -345,7 +345,7 @@ t.test('PATCH on a path without PUT is 405; merge-patch+json is refused where no
 })
 
 t.test('PATCH: a merge patch body with a __proto__ member is refused, as JSON bodies are', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator)
   const res = await app.inject({

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { sql } from '../../../src/db/kysely.js'
 import t, { type Test } from 'tap'
-import { dialect, json } from '../../helper.js'
+import { build, dialect, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
-import { createPost, setup } from '../../post-fixtures.js'
+import { createPost } from '../../post-fixtures.js'
 import { countPublishedPosts } from '../../../src/domain/post-counter.js'
 import { seed } from '../../../scripts/seed.js'
 import { writeTimeIso } from '../../../src/db/clock.js'
@@ -34,7 +34,7 @@ async function checkExact (t: Test, app: FastifyInstance, expected: { all: numbe
 }
 
 t.test('the public total stays exact through create, draft, scheduled, publish, type change and delete', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   await checkExact(t, app, { all: 0, article: 0 }, 'no posts')
 
@@ -73,7 +73,7 @@ t.test('the public total stays exact through create, draft, scheduled, publish, 
 })
 
 t.test('a failed write leaves the counter as it was (same transaction)', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   await createPost(app, creator, { slug: 'taken' })
   const clash = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { title: 'x', type: 'ARTICLE', slug: 'taken' } })
@@ -86,7 +86,7 @@ t.test('a failed write leaves the counter as it was (same transaction)', async (
 })
 
 t.test('deleting a creator removes their posts from the count (foreign-key cascade)', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const gone = await createCreator(app)
   const stays = await createCreator(app)
   await createPost(app, gone)
@@ -98,7 +98,7 @@ t.test('deleting a creator removes their posts from the count (foreign-key casca
 })
 
 t.test('filtered lists still count what they match', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const one = await createCreator(app)
   const two = await createCreator(app)
   await createPost(app, one, { tags: ['x'] })
@@ -115,7 +115,7 @@ t.test('filtered lists still count what they match', async (t) => {
 })
 
 t.test('the seeder keeps the counter right', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   await createUser(app)
   const result = await seed(app.db, { posts: 500, users: 20, quiet: true })
   t.equal(result.posts, 500)
@@ -129,7 +129,7 @@ t.test('the seeder keeps the counter right', async (t) => {
 })
 
 t.test('totals stay exact under concurrent writers: inserts, deletes, publishing and type changes at once', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creators = await Promise.all([createCreator(app), createCreator(app), createCreator(app)])
   const kinds = [{}, { published_at: null }, { published_at: FUTURE }, { type: 'COURSE' }, { published_at: PAST }]
   const posts = await Promise.all(Array.from({ length: 60 }, (_, i) => createPost(app, creators[i % 3], kinds[i % kinds.length])))
@@ -157,7 +157,7 @@ t.test('totals stay exact under concurrent writers: inserts, deletes, publishing
 if (dialect === 'postgres') {
   /** An app whose ARTICLE type has its first slot, a published post row to insert straight into the table, and the type's slot count. */
   async function oneSlot (t: Test) {
-    const app = await setup(t)
+    const app = await build(t)
     const creator = await createCreator(app)
     const row = (title: string) => ({
       id: randomUUID(), creator_id: creator.id, type: 'ARTICLE' as const, slug: title, title, body: '', tags: '[]', media_url: null,

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
-import { MEDIA, MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
+import { MEDIA, MISSING, backdate, checkListBounds, createPost } from '../../post-fixtures.js'
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/
 
 t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived slug, normalised tags', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app, { firstName: 'Ada', lastName: 'Lovelace' })
   const res = await app.inject({
     method: 'POST', url: '/v1/posts', headers: creator.headers,
@@ -35,7 +35,7 @@ t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived sl
 })
 
 t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: payload as object })
   const refused = async (payload: Record<string, unknown>, field: string, why: string) => {
@@ -70,7 +70,7 @@ t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', a
 })
 
 t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and null (draft)', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const past = await createPost(app, creator, { published_at: '2026-01-02T03:04:05.678+02:00' })
   t.equal(past.published_at, '2026-01-02T01:04:05+0000', 'an offset is moved to UTC and the fraction dropped')
@@ -96,7 +96,7 @@ t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and n
 })
 
 t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list, PUT); outside them 422', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const exact: Array<[string, string]> = [
     ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00+0000'],
@@ -129,7 +129,7 @@ t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list,
 })
 
 t.test('POST /v1/posts: authorisation and slug conflicts', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const payload = { title: 'Hello', type: 'ARTICLE' }
   const none = await app.inject({ method: 'POST', url: '/v1/posts', payload })
@@ -161,7 +161,7 @@ t.test('POST /v1/posts: authorisation and slug conflicts', async (t) => {
 })
 
 t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-None-Match', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const missing = await app.inject({ method: 'GET', url: `/v1/posts/${MISSING}` })
   t.equal(missing.statusCode, 404)
@@ -186,7 +186,7 @@ t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-
 })
 
 t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quotes, backslashes, control characters, U+2028, emoji)', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const text = 'say "hi" \\ back\tslash\u0001 line\u2028sep 😀 ' + 'long enough to leave the short-string path '.repeat(3)
   const post = await createPost(app, creator, { title: text.slice(0, 60), body: text })
@@ -201,7 +201,7 @@ t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quote
 })
 
 t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and honours If-Match', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator, { title: 'First title', tags: ['a'], body: 'text', media_url: MEDIA, published_at: '2026-01-01T00:00:00Z' })
   const url = `/v1/posts/${post.id}`
@@ -248,7 +248,7 @@ t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and hon
 })
 
 t.test('DELETE /v1/posts/{postId}: owner, If-Match, 204, and everything under it goes', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator, { tags: ['x'] })
@@ -277,7 +277,7 @@ t.test('DELETE /v1/posts/{postId}: owner, If-Match, 204, and everything under it
 })
 
 t.test('GET /v1/posts: list bounds, envelope, Link header', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   for (let i = 0; i < 12; i++) await createPost(app, creator)
   await checkListBounds(t, app, '/v1/posts')
@@ -300,7 +300,7 @@ t.test('GET /v1/posts: list bounds, envelope, Link header', async (t) => {
 })
 
 t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and creator_id', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const ada = await createCreator(app)
   const bob = await createCreator(app)
   const a = await createPost(app, ada, { title: 'Alpha', type: 'ARTICLE', tags: ['rust', 'web'] })
@@ -335,7 +335,7 @@ t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and
 })
 
 t.test('GET /v1/posts: default order is the latest of updated_at, published_at, created_at; an update moves a post up', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const a = await createPost(app, creator, { title: 'A' })
   const b = await createPost(app, creator, { title: 'B' })
@@ -361,7 +361,7 @@ t.test('GET /v1/posts: default order is the latest of updated_at, published_at, 
 })
 
 t.test('POST /v1/posts with Idempotency-Key: replay, other body, concurrency', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const count = async () => Number((await app.db.selectFrom('post').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
   const send = (key: string, payload: object) => app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'idempotency-key': key }, payload })

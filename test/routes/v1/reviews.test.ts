@@ -1,10 +1,10 @@
 import t from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
-import { MISSING, checkListBounds, createPost, setup } from '../../post-fixtures.js'
+import { MISSING, checkListBounds, createPost } from '../../post-fixtures.js'
 
 t.test('POST /v1/posts/{postId}/reviews: 201, Location, the Review shape; alerts the creator in the same transaction', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app, { firstName: 'Rita', lastName: 'Reader' })
   const post = await createPost(app, creator, { title: 'Worth reading' })
@@ -34,7 +34,7 @@ t.test('POST /v1/posts/{postId}/reviews: 201, Location, the Review shape; alerts
 })
 
 t.test('POST /v1/posts/{postId}/reviews: one per user and post (409), rating 1..5, authorisation, missing and hidden posts', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator)
@@ -68,7 +68,7 @@ t.test('POST /v1/posts/{postId}/reviews: one per user and post (409), rating 1..
 })
 
 t.test('GET /v1/posts/{postId}/reviews: list bounds, sort both ways, rating filter, missing and hidden posts', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator)
   const url = `/v1/posts/${post.id}/reviews`
@@ -105,7 +105,7 @@ t.test('GET /v1/posts/{postId}/reviews: list bounds, sort both ways, rating filt
 })
 
 t.test('GET /v1/posts/{postId}/reviews/{reviewId}: a review under another post is 404', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const one = await createPost(app, creator)
@@ -119,7 +119,7 @@ t.test('GET /v1/posts/{postId}/reviews/{reviewId}: a review under another post i
 })
 
 t.test('POST /v1/posts/{postId}/reviews with Idempotency-Key: replay creates nothing; concurrent twins make one review', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
   const post = await createPost(app, creator)

@@ -4,12 +4,11 @@ import t from 'tap'
 import { createComment } from '../../../src/domain/comments.js'
 import { createReview } from '../../../src/domain/reviews.js'
 import { createCreator, createUser, verifyEmail } from '../../fixtures.js'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { insertPost } from '../../post-fixtures.js'
-import { setup } from '../../post-fixtures.js'
 
 t.test('POST /v1/users/{userId}/email answers 202 and queues your account summary', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const me = await createCreator(app, { verified: true })
   const reader = await createUser(app)
   const postId = await insertPost(app, me.id, { title: 'One' })
@@ -42,7 +41,7 @@ t.test('POST /v1/users/{userId}/email answers 202 and queues your account summar
 })
 
 t.test('POST /v1/users/{userId}/email while the address is unverified: 403 EmailNotVerified, nothing queued; verified: 202', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const me = await createUser(app)
   const summaries = () => app.db.selectFrom('outbox_message').select('id').where('subject', '=', 'Your Roja account summary').execute()
   const refused = await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers })
@@ -56,7 +55,7 @@ t.test('POST /v1/users/{userId}/email while the address is unverified: 403 Email
 })
 
 t.test('POST /v1/users/{userId}/email is self only: another user\'s id is 403 UserNotOwner, nothing queued', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const me = await createUser(app)
   const other = await createUser(app)
   const res = await app.inject({ method: 'POST', url: `/v1/users/${other.id}/email`, headers: me.headers })
@@ -66,7 +65,7 @@ t.test('POST /v1/users/{userId}/email is self only: another user\'s id is 403 Us
 })
 
 t.test('POST /v1/users/{userId}/email: 401 without a token, 403 when banned, 422 for a malformed id', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const me = await createUser(app)
   const banned = await createUser(app, { active: false })
 

@@ -1,11 +1,11 @@
 import t from 'tap'
-import { json } from '../../helper.js'
+import { build, json } from '../../helper.js'
 import { VERIFICATION_SUBJECT } from '../../../src/domain/email-verification.js'
 import { createCreator, createUser, verifyEmail } from '../../fixtures.js'
-import { MISSING, backdate, checkListBounds, createPost, setup } from '../../post-fixtures.js'
+import { MISSING, backdate, checkListBounds, createPost } from '../../post-fixtures.js'
 
 t.test('GET /v1/users/me/posts: the caller\'s own posts, drafts and scheduled ones too', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const other = await createCreator(app)
   const published = await createPost(app, creator, { title: 'Published', type: 'COURSE' })
@@ -36,7 +36,7 @@ t.test('GET /v1/users/me/posts: the caller\'s own posts, drafts and scheduled on
 })
 
 t.test('GET /v1/users/{userId}/posts/{postId}: the owner\'s post, and an e-mail queued to the owner', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app, { verified: true })
   const post = await createPost(app, creator, { title: 'Mine', published_at: null })
   const url = `/v1/users/${creator.id}/posts/${post.id}`
@@ -53,7 +53,7 @@ t.test('GET /v1/users/{userId}/posts/{postId}: the owner\'s post, and an e-mail 
 })
 
 t.test('GET /v1/users/{userId}/posts/{postId} while the address is unverified: the post, and no e-mail', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator, { title: 'Mine' })
   const url = `/v1/users/${creator.id}/posts/${post.id}`
@@ -68,7 +68,7 @@ t.test('GET /v1/users/{userId}/posts/{postId} while the address is unverified: t
 })
 
 t.test('GET /v1/users/{userId}/posts/{postId}: self only, owner only, active creator only', async (t) => {
-  const app = await setup(t)
+  const app = await build(t)
   const creator = await createCreator(app)
   const other = await createCreator(app)
   const post = await createPost(app, creator)
