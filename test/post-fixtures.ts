@@ -38,6 +38,17 @@ export async function backdate (app: FastifyInstance, postId: string, minutesAgo
   await app.db.updateTable('post').set({ created_at: at, updated_at: at, published_at: at, sort_at: at }).where('id', '=', postId).execute()
 }
 
+/** POSTs `payload` to `url` twice under one Idempotency-Key: the second answer is the first, replayed, and the list there holds one. */
+export async function checkReplay (t: Test, app: FastifyInstance, url: string, owner: TestUser, payload: object) {
+  const headers = { ...owner.headers, 'idempotency-key': randomUUID() }
+  const first = await app.inject({ method: 'POST', url, headers, payload })
+  const again = await app.inject({ method: 'POST', url, headers, payload })
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.same(json(again), json(first))
+  t.equal(json(await app.inject({ method: 'GET', url, headers: owner.headers })).total, 1)
+  return { first, again, headers }
+}
+
 /** The list rules every list shares: limit 1..100, offset ≥ 0, sort enum, no unknown parameters. */
 export async function checkListBounds (t: Test, app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
   const sep = url.includes('?') ? '&' : '?'

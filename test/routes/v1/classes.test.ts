@@ -3,7 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { insertPost } from '../../post-fixtures.js'
+import { checkReplay, insertPost } from '../../post-fixtures.js'
 
 async function openClass (app: FastifyInstance, owner: TestUser, body: object = { name: 'Class' }) {
   const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: body })
@@ -105,12 +105,7 @@ t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned u
 t.test('POST /v1/classes honours Idempotency-Key', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const headers = { ...owner.headers, 'idempotency-key': 'class-1' }
-  const first = await app.inject({ method: 'POST', url: '/v1/classes', headers, payload: { name: 'Once' } })
-  const again = await app.inject({ method: 'POST', url: '/v1/classes', headers, payload: { name: 'Once' } })
-  t.equal(again.headers['idempotent-replayed'], 'true')
-  t.same(json(again), json(first))
-  t.equal(json(await app.inject({ method: 'GET', url: '/v1/classes', headers: owner.headers })).total, 1)
+  await checkReplay(t, app, '/v1/classes', owner, { name: 'Once' })
 })
 
 t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, sort, ETag, 404', async (t) => {
@@ -224,13 +219,7 @@ t.test('POST /v1/classes/{classId}/students honours Idempotency-Key', async (t) 
   const app = await build(t)
   const owner = await createCreator(app)
   const cls = await openClass(app, owner)
-  const url = `/v1/classes/${cls.id}/students`
-  const headers = { ...owner.headers, 'idempotency-key': 'st-1' }
-  const first = await app.inject({ method: 'POST', url, headers, payload: { first_name: 'A', sex: 'M' } })
-  const again = await app.inject({ method: 'POST', url, headers, payload: { first_name: 'A', sex: 'M' } })
-  t.equal(again.headers['idempotent-replayed'], 'true')
-  t.same(json(again), json(first))
-  t.equal(json(await app.inject({ method: 'GET', url, headers: owner.headers })).total, 1)
+  await checkReplay(t, app, `/v1/classes/${cls.id}/students`, owner, { first_name: 'A', sex: 'M' })
 })
 
 t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging forms, Link in the form used', async (t) => {

@@ -3,7 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
-import { insertPost } from '../../post-fixtures.js'
+import { checkReplay, insertPost } from '../../post-fixtures.js'
 
 async function addChapter (app: FastifyInstance, owner: TestUser, courseId: string, body: object) {
   const res = await app.inject({ method: 'POST', url: `/v1/courses/${courseId}/chapters`, headers: owner.headers, payload: body })
@@ -72,13 +72,7 @@ t.test('POST /v1/courses/{courseId}/chapters honours Idempotency-Key', async (t)
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
-  const url = `/v1/courses/${course}/chapters`
-  const headers = { ...owner.headers, 'idempotency-key': 'ch-1' }
-  const first = await app.inject({ method: 'POST', url, headers, payload: { title: 'A' } })
-  const again = await app.inject({ method: 'POST', url, headers, payload: { title: 'A' } })
-  t.equal(again.headers['idempotent-replayed'], 'true')
-  t.same(json(again), json(first))
-  t.equal(json(await app.inject({ method: 'GET', url })).total, 1)
+  await checkReplay(t, app, `/v1/courses/${course}/chapters`, owner, { title: 'A' })
 })
 
 t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s', async (t) => {
@@ -152,13 +146,7 @@ t.test('POST lessons honours Idempotency-Key', async (t) => {
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const chapter = await addChapter(app, owner, course, { title: 'A' })
-  const url = `/v1/courses/${course}/chapters/${chapter.id}/lessons`
-  const headers = { ...owner.headers, 'idempotency-key': 'l-1' }
-  const first = await app.inject({ method: 'POST', url, headers, payload: { title: 'L' } })
-  const again = await app.inject({ method: 'POST', url, headers, payload: { title: 'L' } })
-  t.equal(again.headers['idempotent-replayed'], 'true')
-  t.same(json(again), json(first))
-  t.equal(json(await app.inject({ method: 'GET', url })).total, 1)
+  await checkReplay(t, app, `/v1/courses/${course}/chapters/${chapter.id}/lessons`, owner, { title: 'L' })
 })
 
 t.test('GET lessons: chapter under another course is 404; sort and paging; GET /v1/lessons/{lessonId}', async (t) => {

@@ -3,6 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
+import { checkReplay } from '../../post-fixtures.js'
 
 async function openShop (app: FastifyInstance, owner: TestUser, body: object = { name: 'Records' }) {
   const res = await app.inject({ method: 'POST', url: '/v1/shops', headers: owner.headers, payload: body })
@@ -58,16 +59,10 @@ t.test('POST /v1/shops: authorisation and validation', async (t) => {
 t.test('POST /v1/shops honours Idempotency-Key: a replay creates nothing', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
-  const headers = { ...owner.headers, 'idempotency-key': 'shop-1' }
-  const first = await app.inject({ method: 'POST', url: '/v1/shops', headers, payload: { name: 'Once' } })
-  const again = await app.inject({ method: 'POST', url: '/v1/shops', headers, payload: { name: 'Once' } })
+  const { first, again, headers } = await checkReplay(t, app, '/v1/shops', owner, { name: 'Once' })
   t.equal(first.statusCode, 201)
   t.equal(again.statusCode, 201)
-  t.equal(again.headers['idempotent-replayed'], 'true')
   t.equal(again.headers.location, first.headers.location)
-  t.same(json(again), json(first))
-  const list = json(await app.inject({ method: 'GET', url: '/v1/shops' }))
-  t.equal(list.total, 1)
   const other = await app.inject({ method: 'POST', url: '/v1/shops', headers, payload: { name: 'Other' } })
   t.equal(other.statusCode, 422)
 })
@@ -190,14 +185,7 @@ t.test('POST /v1/shops/{shopId}/products honours Idempotency-Key', async (t) => 
   const app = await build(t)
   const owner = await createCreator(app)
   const shop = await openShop(app, owner)
-  const url = `/v1/shops/${shop.id}/products`
-  const headers = { ...owner.headers, 'idempotency-key': 'p-1' }
-  const body = { name: 'LP', price_cents: 2500, currency: 'EUR' }
-  const first = await app.inject({ method: 'POST', url, headers, payload: body })
-  const again = await app.inject({ method: 'POST', url, headers, payload: body })
-  t.equal(again.headers['idempotent-replayed'], 'true')
-  t.same(json(again), json(first))
-  t.equal(json(await app.inject({ method: 'GET', url })).total, 1)
+  await checkReplay(t, app, `/v1/shops/${shop.id}/products`, owner, { name: 'LP', price_cents: 2500, currency: 'EUR' })
 })
 
 t.test('GET /v1/shops/{shopId}/products: filters by currency and price range, sorts, pages', async (t) => {
