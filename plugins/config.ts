@@ -236,15 +236,11 @@ function list (value: string): string[] {
 function parseAddresses (name: string, value: string): BlockList {
   const addresses = new BlockList()
   for (const entry of list(value)) {
-    const [address, prefix, extra] = entry.split('/')
-    const family = isIP(address)
-    const bits = prefix === undefined ? undefined : Number(prefix)
-    if (family === 0 || extra !== undefined || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && bits! <= (family === 4 ? 32 : 128)))) {
-      throw new ConfigError(`invalid configuration: ${name} entry "${entry}" is not an IP address or CIDR range`)
-    }
-    const type = family === 4 ? 'ipv4' : 'ipv6'
-    if (bits === undefined) addresses.addAddress(address, type)
-    else addresses.addSubnet(address, bits, type)
+    if (!isAddressOrCidr(entry)) throw new ConfigError(`invalid configuration: ${name} entry "${entry}" is not an IP address or CIDR range`)
+    const [address, prefix] = entry.split('/')
+    const type = isIP(address) === 4 ? 'ipv4' : 'ipv6'
+    if (prefix === undefined) addresses.addAddress(address, type)
+    else addresses.addSubnet(address, Number(prefix), type)
   }
   return addresses
 }
