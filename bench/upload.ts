@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { Instance } from '../scripts/fleet/fleet.js'
-import { freePort, rssBytes } from '../scripts/proc.js'
+import { freePort, request, rssBytes, signUpVerified } from '../scripts/proc.js'
 
 const MiB = 1024 * 1024
 const arg = process.argv.indexOf('--mib')
@@ -25,16 +25,6 @@ const GOAL_MIB = 64
 const BOUNDARY = '----roja-bench-boundary'
 
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'roja-bench-'))
-
-async function api (port: number, method: string, path: string, body?: unknown, token?: string) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body ? JSON.stringify(body) : undefined
-  })
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
-  return res.json() as Promise<Record<string, any>>
-}
 
 /** Streams a multipart upload of `size` bytes made of one repeated random block. */
 function upload (port: number, token: string, size: number): Promise<{ status: number, body: string, sha256: string }> {
@@ -90,18 +80,11 @@ async function main () {
   try {
     await server.start()
     const pid = server.pid!
-    const password = randomBytes(12).toString('hex')
-    await api(port, 'POST', '/v1/profiles', { first_name: 'Bench', username: 'bench', email: 'bench@example.com', password })
-    const { access_token: token } = await api(port, 'POST', '/v1/auth/token', { username: 'bench', password })
-    // Uploads need a verified address: open the link sign-up queued, as its owner would.
+    // Uploads need a verified address: the link sign-up queued is opened, as its owner would.
     const outbox = new Database(join(dir, 'roja.sqlite'))
-    const mail = outbox.prepare('select body from outbox_message where to_address = ?').get('bench@example.com') as { body: string } | undefined
+    const mail = async (email: string) => (outbox.prepare('select body from outbox_message where to_address = ?').get(email) as { body: string } | undefined)?.body
+    const { token } = await signUpVerified((method, path, body) => request({ port, method, path }, body), mail, 'bench', randomBytes(12).toString('hex'))
     outbox.close()
-    const link = /https?:\/\/\S+/.exec(String(mail?.body))?.[0]
-    const verified = await fetch(`http://127.0.0.1:${port}/v1/email-verifications`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: link && new URL(link).searchParams.get('token') })
-    })
-    if (verified.status !== 204) throw new Error(`e-mail verification: ${verified.status} ${await verified.text()}`)
 
     // Warm up (module loading, first-request JIT), then settle, so the baseline is the idle server.
     const warm = await upload(port, token, MiB)

@@ -52,6 +52,25 @@ export function request (options: RequestOptions, body?: unknown): Promise<{ sta
   })
 }
 
+type Send = (method: string, path: string, body: unknown) => Promise<{ status: number, body: string }>
+
+/**
+ * Signs a new user up over HTTP as a person would, and confirms their address with the link that
+ * sign-up queued: `verificationMail` reads that mail's body from the database.
+ */
+export async function signUpVerified (send: Send, verificationMail: (email: string) => Promise<string | undefined>, username: string, password: string) {
+  const email = `${username}@example.com`
+  const profile = await send('POST', '/v1/profiles', { first_name: 'Test', username, email, password })
+  if (profile.status !== 201) throw new Error(`sign-up: ${profile.status} ${profile.body}`)
+  const issued = await send('POST', '/v1/auth/token', { username, password })
+  if (issued.status !== 200) throw new Error(`token: ${issued.status} ${issued.body}`)
+  const link = /https?:\/\/\S+/.exec(String(await verificationMail(email)))?.[0]
+  const verified = await send('POST', '/v1/email-verifications', { token: link && new URL(link).searchParams.get('token') })
+  if (verified.status !== 204) throw new Error(`e-mail verification: ${verified.status} ${verified.body}`)
+  const token = JSON.parse(issued.body).access_token as string
+  return { id: JSON.parse(profile.body).id as string, username, email, token, auth: { authorization: `Bearer ${token}` } }
+}
+
 /** Resident memory of a process, from /proc (0 once it is gone). */
 export function rssBytes (pid: number): number {
   try {

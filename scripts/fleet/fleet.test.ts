@@ -18,7 +18,7 @@ import pg from 'pg'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
-import { freePort, request } from '../proc.js'
+import { freePort, request, signUpVerified } from '../proc.js'
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -196,27 +196,13 @@ async function countIn (table: string, ids: string[]): Promise<number> {
   return rows[0].n
 }
 
-async function signUp (creator: boolean): Promise<{ id: string, username: string, email: string, auth: Record<string, string> }> {
-  const username = `fleet-${randomUUID().slice(0, 8)}`
-  const email = `${username}@example.com`
-  const res = await call(fleet, 'POST', '/v1/profiles', { body: { first_name: 'Fleet', username, email, password: PASSWORD } })
-  if (res.status !== 201) throw new Error(`sign-up: ${res.status} ${res.body}`)
+/** A new user with a verified address (the link sign-up queued, read from the database); a creator if asked. */
+async function signUp (creator: boolean) {
+  const mail = async (email: string) => (await db.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT])).rows[0]?.body
+  const user = await signUpVerified((method, path, body) => call(fleet, method, path, { body }), mail, `fleet-${randomUUID().slice(0, 8)}`, PASSWORD)
   // becoming a creator is an operator action (the CLI), done here in the database
-  if (creator) await db.query('update "user" set is_creator = true where username = $1', [username])
-  const token = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD } })
-  if (token.status !== 200) throw new Error(`token: ${token.status} ${token.body}`)
-  await verifyEmail(email)
-  return { id: res.json.id, username, email, auth: { authorization: `Bearer ${token.json.access_token}` } }
-}
-
-/** As the owner would: the token of the link sign-up queued, posted to the confirm route (nothing else is mailed before). */
-async function verifyEmail (email: string): Promise<void> {
-  const { rows } = await db.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT])
-  const link = /https?:\/\/\S+/.exec(String(rows[0]?.body))?.[0]
-  const token = link && new URL(link).searchParams.get('token')
-  if (!token) throw new Error(`no verification link queued to ${email}`)
-  const res = await call(fleet, 'POST', '/v1/email-verifications', { body: { token } })
-  if (res.status !== 204) throw new Error(`verify: ${res.status} ${res.body}`)
+  if (creator) await db.query('update "user" set is_creator = true where username = $1', [user.username])
+  return user
 }
 
 const creator = await signUp(true)
