@@ -68,56 +68,33 @@ t.test('a valid request passes the error plugins untouched', async (t) => {
 t.test('validation failures are 422 ValidationFailed with errors[] naming where, what and which rule', async (t) => {
   const app = await bare(t)
 
-  t.test('body: a rule of a property', async (t) => {
-    const res = await post(app, `/things/${ID}`, { name: 'a' })
-    const body = assertProblem(t, res, 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'minLength', message: 'must be at least 2 characters long' }])
-  })
-
-  t.test('body: a missing property', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}`, {}), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'required', message: 'is required' }])
-  })
-
-  t.test('body: an unknown property is refused, never dropped', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab', admin: true }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/admin', rule: 'additionalProperties', message: 'is not a known property' }])
-  })
+  // [subtest, URL, body, headers, the errors[] expected]
+  const cases: Array<[string, string, unknown, Record<string, string>, unknown[]]> = [
+    ['body: a rule of a property', `/things/${ID}`, { name: 'a' }, {}, [{ in: 'body', field: '/name', rule: 'minLength', message: 'must be at least 2 characters long' }]],
+    ['body: a missing property', `/things/${ID}`, {}, {}, [{ in: 'body', field: '/name', rule: 'required', message: 'is required' }]],
+    ['body: an unknown property is refused, never dropped', `/things/${ID}`, { name: 'ab', admin: true }, {}, [{ in: 'body', field: '/admin', rule: 'additionalProperties', message: 'is not a known property' }]],
+    ['body: a JSON value of the wrong type is not coerced', `/things/${ID}`, { name: 12 }, {}, [{ in: 'body', field: '/name', rule: 'type', message: 'must be a string' }]],
+    ['query: out of range', `/things/${ID}?limit=0`, { name: 'ab' }, {}, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be 1 or more' }]],
+    ['query: an unknown parameter is refused', `/things/${ID}?colour=red`, { name: 'ab' }, {}, [{ in: 'query', field: '/colour', rule: 'additionalProperties', message: 'is not a known property' }]],
+    ['path: a malformed id is 422, not 404', '/things/not-a-uuid', { name: 'ab' }, {}, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10' }]],
+    ['header: a rule of a header', `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must be at least 3 characters long' }]]
+  ]
+  for (const [name, url, payload, headers, errors] of cases) {
+    t.test(name, async (t) => {
+      const body = assertProblem(t, await post(app, url, payload, headers), 422, 'ValidationFailed', url.split('?')[0])
+      t.same(body.errors, errors)
+    })
+  }
 
   t.test('body: every failing rule is listed, not only the first', async (t) => {
     const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'a', admin: true }), 422, 'ValidationFailed', `/things/${ID}`)
     t.same(body.errors.map((e: { field: string }) => e.field).sort(), ['/admin', '/name'])
   })
 
-  t.test('body: a JSON value of the wrong type is not coerced', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 12 }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'body', field: '/name', rule: 'type', message: 'must be a string' }])
-  })
-
-  t.test('query: out of range', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}?limit=0`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be 1 or more' }])
-  })
-
   t.test('query: the upper bound', async (t) => {
     t.equal((await post(app, `/things/${ID}?limit=100`, { name: 'ab' })).statusCode, 200)
     const body = assertProblem(t, await post(app, `/things/${ID}?limit=101`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
     t.equal(body.errors[0].rule, 'maximum')
-  })
-
-  t.test('query: an unknown parameter is refused', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}?colour=red`, { name: 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'query', field: '/colour', rule: 'additionalProperties', message: 'is not a known property' }])
-  })
-
-  t.test('path: a malformed id is 422, not 404', async (t) => {
-    const body = assertProblem(t, await post(app, '/things/not-a-uuid', { name: 'ab' }), 422, 'ValidationFailed', '/things/not-a-uuid')
-    t.same(body.errors, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10' }])
-  })
-
-  t.test('header: a rule of a header', async (t) => {
-    const body = assertProblem(t, await post(app, `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }), 422, 'ValidationFailed', `/things/${ID}`)
-    t.same(body.errors, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must be at least 3 characters long' }])
   })
 })
 
