@@ -71,6 +71,18 @@ export async function signUpVerified (send: Send, verificationMail: (email: stri
   return { id: JSON.parse(profile.body).id as string, username, email, token, auth: { authorization: `Bearer ${token}` } }
 }
 
+/** The samples of one metric in Prometheus text, with their labels. */
+export function metricSamples (text: string, name: string): Array<{ labels: Record<string, string>, value: number }> {
+  const found: Array<{ labels: Record<string, string>, value: number }> = []
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (m?.[1] !== name) continue
+    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => [k, v]))
+    found.push({ labels, value: Number(m[3]) })
+  }
+  return found
+}
+
 /** Resident memory of a process, from /proc (0 once it is gone). */
 export function rssBytes (pid: number): number {
   try {

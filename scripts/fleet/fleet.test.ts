@@ -18,7 +18,7 @@ import pg from 'pg'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
-import { freePort, request, signUpVerified } from '../proc.js'
+import { freePort, metricSamples, request, signUpVerified } from '../proc.js'
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -68,22 +68,8 @@ async function call (fleet: Fleet, method: string, path: string, o: CallOptions 
   return { ...res, json, servedBy: res.headers['x-served-by'] as string | undefined }
 }
 
-async function direct (instance: Instance, path: string, headers: Record<string, string> = {}): Promise<{ status: number, body: string }> {
-  const res = await fetch(`${instance.url}${path}`, { headers }).catch(() => undefined)
-  return res ? { status: res.status, body: await res.text() } : { status: 0, body: '' }
-}
-
-/** The samples of one metric in Prometheus text, with their labels. */
-function samples (text: string, name: string): Array<{ labels: Record<string, string>, value: number }> {
-  const found: Array<{ labels: Record<string, string>, value: number }> = []
-  for (const line of text.split('\n')) {
-    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (m?.[1] !== name) continue
-    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => [k, v]))
-    found.push({ labels, value: Number(m[3]) })
-  }
-  return found
-}
+const direct = (instance: Instance, path: string, headers: Record<string, string> = {}) =>
+  request({ port: instance.port, path, headers }).catch(() => ({ status: 0, body: '' }))
 
 // ---------------------------------------------------------------- a real SMTP server
 interface Smtp { url: string, messageIds: string[], close: () => Promise<void> }
@@ -487,7 +473,7 @@ t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then re
 })
 
 // ---------------------------------------------------------------- monitoring
-const versionCount = (text: string) => samples(text, 'http_request_duration_seconds_count')
+const versionCount = (text: string) => metricSamples(text, 'http_request_duration_seconds_count')
   .filter(s => s.labels.method === 'GET' && s.labels.route === '/version' && s.labels.status_code === '200')
   .reduce((sum, s) => sum + s.value, 0)
 

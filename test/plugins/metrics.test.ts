@@ -9,6 +9,7 @@ import { ConfigError } from '../../plugins/config.js'
 import { enqueueEmail } from '../../src/domain/outbox.js'
 import { createUser } from '../fixtures.js'
 import { build, dialect, freshDatabase, json, testConfig, testFastify, whileMigrating } from '../helper.js'
+import { metricSamples as samples } from '../../scripts/proc.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 // prom-client's own gauges whose names end in _total; promtool flags them, nothing else may be flagged.
@@ -35,16 +36,6 @@ async function scrape (server: FastifyInstance): Promise<string> {
   const res = await server.inject({ method: 'GET', url: '/metrics' })
   if (res.statusCode !== 200) throw new Error(`/metrics answered ${res.statusCode}: ${res.body}`)
   return res.body
-}
-
-/** `name{labels} value` lines of one metric family. */
-function samples (text: string, name: string): Array<{ labels: Record<string, string>, value: number }> {
-  return text.split('\n').filter(l => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).map((line) => {
-    const labels: Record<string, string> = {}
-    const inner = /\{(.*)\}/.exec(line)?.[1] ?? ''
-    for (const m of inner.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]] = m[2]
-    return { labels, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }
-  })
 }
 
 /**
