@@ -20,8 +20,8 @@ export interface TestSmtp {
   waitFor: (count: number) => Promise<void>
 }
 
-/** An SMTP server on 127.0.0.1, port 0, closed at teardown. */
-export async function smtpServer (t: Test): Promise<TestSmtp> {
+/** An SMTP server on 127.0.0.1, port 0, closed at teardown; each message is accepted `delayMs` after it arrives. */
+export async function smtpServer (t: Test, { delayMs = 0 } = {}): Promise<TestSmtp> {
   const received: ReceivedMail[] = []
   const waiters: Array<{ count: number, resolve: () => void }> = []
   let refusals = 0
@@ -32,7 +32,7 @@ export async function smtpServer (t: Test): Promise<TestSmtp> {
     onData (stream, session, callback) {
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
-      stream.on('end', () => {
+      const accept = () => {
         if (refusals > 0) {
           refusals--
           return callback(Object.assign(new Error('mailbox busy, try later'), { responseCode: 451 }))
@@ -46,7 +46,8 @@ export async function smtpServer (t: Test): Promise<TestSmtp> {
         })
         for (const w of waiters.filter(w => received.length >= w.count)) w.resolve()
         callback()
-      })
+      }
+      stream.on('end', () => { if (delayMs > 0) setTimeout(accept, delayMs); else accept() })
     }
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))

@@ -9,15 +9,15 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { connect, type AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { SMTPServer } from 'smtp-server'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
+import { smtpServer } from '../../test/mail.js'
 import { freePort, metricSamples, request, signUpVerified } from '../proc.js'
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
@@ -71,36 +71,6 @@ async function call (fleet: Fleet, method: string, path: string, o: CallOptions 
 const direct = (instance: Instance, path: string, headers: Record<string, string> = {}) =>
   request({ port: instance.port, path, headers }).catch(() => ({ status: 0, body: '' }))
 
-// ---------------------------------------------------------------- a real SMTP server
-interface Smtp { url: string, messageIds: string[], close: () => Promise<void> }
-
-/** Accepts every message after `delayMs`: slow enough that one worker's batch outlasts another's poll. */
-async function smtpServer (delayMs: number): Promise<Smtp> {
-  const messageIds: string[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData (stream, _session, callback) {
-      let raw = ''
-      stream.setEncoding('utf8')
-      stream.on('data', (c: string) => { raw += c })
-      stream.on('end', () => {
-        setTimeout(() => {
-          messageIds.push(/^Message-ID: *(.*)$/mi.exec(raw)?.[1].trim() ?? '')
-          callback()
-        }, delayMs)
-      })
-    }
-  })
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
-    messageIds,
-    close: () => new Promise(resolve => server.close(() => resolve()))
-  }
-}
-
 // ---------------------------------------------------------------- load
 interface Outcome { status: number | string, servedBy?: string, startedAt: number, endedAt: number, id?: string, answer?: Answer }
 
@@ -143,8 +113,9 @@ const promDir = mkdtempSync(join(tmpdir(), 'roja-fleet-prometheus-'))
 t.teardown(() => rmSync(promDir, { recursive: true, force: true }))
 for (const file of ['prometheus.yml', 'alerts.yml']) copyFileSync(join(OPS_PROMETHEUS, file), join(promDir, file))
 writeFileSync(join(promDir, 'roja-metrics-token'), `${METRICS_TOKEN}\n`)
-const smtp = await smtpServer(25)
-t.teardown(() => smtp.close())
+// slow enough that one worker's batch outlasts another's poll
+const smtp = await smtpServer(t, { delayMs: 25 })
+const messageIds = () => smtp.received.map(m => m.messageId)
 const started = Date.now()
 const fleet = await startFleet({
   instances: 3,
@@ -352,11 +323,11 @@ t.test('each queued e-mail is delivered exactly once while every instance runs i
   }
   t.equal(unsent, 0, 'every message is marked sent')
   await sleep(1500) // a message delivered twice would reach the server within this
-  const received = smtp.messageIds.filter(id => expected.has(id))
+  const received = messageIds().filter(id => expected.has(id))
   t.equal(new Set(received).size, expected.size, 'the SMTP server received every message')
   t.equal(received.length, expected.size, 'and each one once')
-  const duplicates = smtp.messageIds.length - new Set(smtp.messageIds).size
-  t.equal(duplicates, 0, `no message at all arrived twice (${smtp.messageIds.length} received in the whole run)`)
+  const duplicates = messageIds().length - new Set(messageIds()).size
+  t.equal(duplicates, 0, `no message at all arrived twice (${messageIds().length} received in the whole run)`)
   const sentAfter = await sentByInstance()
   const delivered = Object.fromEntries(NAMES.map(n => [n, sentAfter[n] - sentBefore[n]]))
   t.ok(Object.values(delivered).filter(v => v > 0).length >= 2, `two or more workers delivered: ${JSON.stringify(delivered)}`)
