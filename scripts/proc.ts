@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
 
 /** Helpers for the harnesses and tests that run Roja as a child process on loopback. */
@@ -24,6 +24,15 @@ export async function freePort (): Promise<number> {
       const { port } = probe.address() as { port: number }
       probe.close(() => resolve(port))
     })
+  })
+}
+
+/** Whether anything accepts connections on 127.0.0.1:`port` now. */
+export function listening (port: number): Promise<boolean> {
+  return new Promise(resolve => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('error', () => resolve(false))
   })
 }
 

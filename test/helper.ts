@@ -126,7 +126,6 @@ export function testFastify (config: Config, opts: Pick<BuildOptions, 'logs' | '
   return server
 }
 
-/** The parsed JSON body of a response. */
 export function json<T = any> (res: LightMyRequestResponse): T {
   return JSON.parse(res.body) as T
 }

@@ -9,7 +9,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -18,7 +17,7 @@ import pg from 'pg'
 import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
 import { smtpServer } from '../../test/mail.js'
-import { freePort, metricSamples, request, signUpVerified } from '../proc.js'
+import { freePort, listening, metricSamples, request, signUpVerified } from '../proc.js'
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -564,12 +563,6 @@ function alive (pid: number): boolean {
     return false
   }
 }
-
-const listening = (port: number) => new Promise<boolean>(resolve => {
-  const socket = connect(port, '127.0.0.1')
-  socket.once('connect', () => { socket.destroy(); resolve(true) })
-  socket.once('error', () => resolve(false))
-})
 
 t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet running and nothing listening', async (t) => {
   // As a shell with job control starts it: a process group of its own, so the signal reaches npm alone.

@@ -48,7 +48,6 @@ function sortKeyOf (sort: SortKey[]): string {
   return key
 }
 
-/** Applies sort keys to a select. */
 function applySort<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB, O>, sort: SortKey[]): SelectQueryBuilder<DB, TB, O> {
   let q = query
   for (const key of sort) {
