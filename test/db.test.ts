@@ -51,7 +51,8 @@ t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; d
   const before = await migrator.migrateTo('2026_11_23_0100_token_generation')
   t.error(before.error)
   await insertUser(db, 'old', { is_active: true, is_creator: false })
-  const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user')!.columns.map(c => c.name)
+  // PostgreSQL's introspection reads every schema, and other files' schemas have a migrated user table
+  const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user' && t.schema === schema)!.columns.map(c => c.name)
   t.notOk((await userColumns()).includes('email_verified_at'), 'not there before')
 
   const up = await migrator.migrateTo('2026_11_23_0200_email_verified_at')
@@ -117,7 +118,7 @@ if (dialect === 'postgres') {
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
     t.error((await migrator.migrateTo('2026_11_23_0400_post_published_at_type')).error)
     await db.insertInto('post_counter').values([{ type: 'ARTICLE', slot: 0, published: 2 }, { type: 'COURSE', slot: 4, published: 1 }]).execute()
-    const addSource = async () => (await sql<{ prosrc: string }>`select prosrc from pg_proc where proname = 'post_counter_add'`.execute(db)).rows[0].prosrc
+    const addSource = async () => (await sql<{ prosrc: string }>`select prosrc from pg_proc where proname = 'post_counter_add' and pronamespace = current_schema()::regnamespace`.execute(db)).rows[0].prosrc
 
     t.error((await migrator.migrateTo('2026_11_25_0001_post_counter_slot_sequence')).error)
     t.match(await addSource(), /nextval\('post_counter_slot_seq'\)/, 'a held slot is followed by one from the sequence')
