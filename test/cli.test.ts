@@ -9,6 +9,9 @@ import { writeTimeIso } from '../src/db/clock.js'
 import { main } from '../src/cli.js'
 
 const run = promisify(execFile)
+// Each case starts the real CLI as a process (13 in the first): on a loaded two-core machine that
+// alone can pass tap's two-minute default.
+t.setTimeout(360_000)
 
 /** Runs `npm run cli -- …` as the operator would (node --import tsx src/cli.ts) against one SQLite file. */
 async function cli (url: string, ...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {

@@ -11,9 +11,11 @@ const PLAIN = { stdio: 'ignore' as const, env: { PATH: process.env.PATH } }
 t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
   // one process spinning, one sleeping, side by side until the spinner has used 300 ms more CPU
   const spin = spawn(process.execPath, ['-e', 'for (;;);'], PLAIN)
-  const idle = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], PLAIN)
+  const idle = spawn(process.execPath, ['-e', "setTimeout(() => {}, 60_000); setImmediate(() => process.stdout.write('ready'))"], { ...PLAIN, stdio: ['ignore', 'pipe', 'ignore'] })
   try {
-    // past the sleeper's start-up (tens of milliseconds of CPU): until its reading stands still
+    // past the sleeper's start-up (tens of milliseconds of CPU): it says so once its loop runs,
+    // and then its reading stands still (a busy machine can pause it mid-start-up for longer)
+    await once(idle.stdout!, 'data')
     const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
     let last: number | undefined = -1
     let now = cpuMs(idle.pid!)
