@@ -4,19 +4,9 @@
  * baseline in the same run, target after target within every round, so a busy machine slows both
  * sides of a ratio alike. Ratios are taken per round; the median of the rounds is reported.
  *
- *   chain     GET /version  vs  a bare Fastify server answering the same bytes (bench/baseline-bare.ts)
- *   uncached  random list pages, filtered lists, posts by id, the caller's posts (JWT)  vs  the
- *             minimal same-SQL server (bench/baseline-fastify.ts); bytes checked first
- *   writes    POST /v1/posts at 1 and at 50 connections  vs  the minimal server inserting the same rows
- *   fleet     two Roja instances on one PostgreSQL taking writes together  vs  one instance (and
- *             two baseline instances vs one, beside it: what a second instance gains on this machine)
- *   size      first page and random pages at BENCH_SMALL  vs  at BENCH_LARGE posts (two servers)
- *   cursor    GET /v2/posts page 1000  vs  page 1 (large database)
- *   startup   cold start to ready and idle RSS (median of 3 starts; `BENCH_STARTS` sets how many)
- *   list, auth  (only when named) the first page vs node:http and the minimal server; profiles/me vs a public profile
- *
- * Settings: see bench/README.md. Prints a table per dialect with its goals and verdicts and writes
- * bench/.tmp/results.json (a full run) or bench/.tmp/results-*.json (a selection, the smoke).
+ * The groups, their baselines, goals and settings: bench/README.md. Prints a table per dialect with
+ * its goals and verdicts and writes bench/.tmp/results.json (a full run) or bench/.tmp/results-*.json
+ * (a selection, the smoke).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
