@@ -191,25 +191,16 @@ t.test('the Markdown files are found', async (t) => {
   t.ok(docs.some(d => d.path.startsWith('docs/')), 'and docs/')
 })
 
-t.test('every line that starts like a table row is a row of a parsed table', async (t) => {
-  t.same(found.strayRows, [], 'rows outside any table (a blank line or a paragraph cut the table)')
-})
-
-t.test('every table row has as many cells as its header', async (t) => {
-  t.same(found.unevenRows, [], 'rows whose cell count differs from their header\'s')
-})
-
-t.test('no setting or command is listed twice across the settings and command tables', async (t) => {
-  t.same(found.duplicateKeys, [], 'keys listed more than once')
-})
-
-t.test('every relative link and image reaches a file, and its #anchor a heading there', async (t) => {
-  t.same(found.deadLinks, [], 'dead links')
-})
-
-t.test('every `npm run X` names a script of package.json', async (t) => {
-  t.same(found.unknownScripts, [], 'unknown scripts')
-})
+const checks: Array<[string, keyof typeof found, string]> = [
+  ['every line that starts like a table row is a row of a parsed table', 'strayRows', 'rows outside any table (a blank line or a paragraph cut the table)'],
+  ['every table row has as many cells as its header', 'unevenRows', 'rows whose cell count differs from their header\'s'],
+  ['no setting or command is listed twice across the settings and command tables', 'duplicateKeys', 'keys listed more than once'],
+  ['every relative link and image reaches a file, and its #anchor a heading there', 'deadLinks', 'dead links'],
+  ['every `npm run X` names a script of package.json', 'unknownScripts', 'unknown scripts']
+]
+for (const [name, key, what] of checks) {
+  t.test(name, async (t) => { t.same(found[key], [], what) })
+}
 
 t.test('docs/operations.md lists every setting of plugins/config.ts once, with its default', async (t) => {
   const doc = docs.find(d => d.path === 'docs/operations.md')
