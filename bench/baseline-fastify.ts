@@ -107,10 +107,6 @@ const USER = 'select "id", "username", "email", "is_creator", "is_active" from "
 const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "tags", "media_url", "published_at",
   "created_at", "updated_at", "sort_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-const hasCounter = (await db.all(postgres
-  ? 'select 1 from information_schema.tables where table_schema = current_schema() and table_name = \'post_counter\''
-  : 'select 1 from sqlite_master where type = \'table\' and name = \'post_counter\'', [])).length > 0
-
 // Timestamps arrive as toISOString's text on both databases: the output form is cut from it, as Roja does.
 const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) : new Date(v).toISOString().slice(0, 19)) + '+0000'
 
@@ -143,7 +139,7 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   const limit = Number(q.limit ?? 10)
   const offset = Number(q.offset ?? 0)
   let total: Promise<Row[]>
-  if (hasCounter && creatorId === undefined && q.tags === undefined && !unpublished) {
+  if (creatorId === undefined && q.tags === undefined && !unpublished) {
     const ofType = q.type === undefined ? '' : 'and type = ?'
     total = db.all(`select coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
       - (select count(*) from post where published_at > ? ${ofType}) as total`, q.type === undefined ? [now] : [q.type, now, q.type])
