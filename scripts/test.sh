@@ -84,8 +84,6 @@ run () {
   dir=$(mktemp -d "${TMPDIR:-/tmp}/roja-test-logs-$key-XXXXXX")
   {
     echo "== tests $label ($# files)"
-    # PostgreSQL's files wait on its server more: one more at a time keeps the cores as busy
-    local jobs=$jobs; [ "$dialect" = postgres ] && jobs=$((jobs + 1))
     ROJA_TEST_LOG_DIR=$dir ROJA_TEST_DIALECT=$dialect "$tap" --jobs="$jobs" "$@" || status=1
     local ran=$((SECONDS - from))
     echo "== secrets in the logs of the tests $label ($dir)"
