@@ -48,14 +48,14 @@ t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; d
   const db = createDb(url, { schema })
   t.teardown(() => db.destroy())
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
-  const before = await migrator.migrateTo('2026_11_23_0100_token_generation')
+  const before = await whileMigrating(() => migrator.migrateTo('2026_11_23_0100_token_generation'))
   t.error(before.error)
   await insertUser(db, 'old', { is_active: true, is_creator: false })
   // PostgreSQL's introspection reads every schema, and other files' schemas have a migrated user table
   const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user' && t.schema === schema)!.columns.map(c => c.name)
   t.notOk((await userColumns()).includes('email_verified_at'), 'not there before')
 
-  const up = await migrator.migrateTo('2026_11_23_0200_email_verified_at')
+  const up = await whileMigrating(() => migrator.migrateTo('2026_11_23_0200_email_verified_at'))
   t.error(up.error)
   t.same(up.results?.map(r => r.migrationName), ['2026_11_23_0200_email_verified_at'])
   const row = await db.selectFrom('user').select('email_verified_at').where('id', '=', 'old').executeTakeFirstOrThrow()
@@ -64,7 +64,7 @@ t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; d
   const set = await db.selectFrom('user').select('email_verified_at').where('id', '=', 'old').executeTakeFirstOrThrow()
   t.equal(formatDateTime(set.email_verified_at!), '2026-11-23T12:00:00+0000', 'a date-time on both dialects')
 
-  const down = await migrator.migrateDown()
+  const down = await whileMigrating(() => migrator.migrateDown())
   t.error(down.error)
   t.notOk((await userColumns()).includes('email_verified_at'), 'down drops it')
   t.ok(await db.selectFrom('user').select('id').where('id', '=', 'old').executeTakeFirst(), 'and keeps the account')
@@ -116,16 +116,16 @@ if (dialect === 'postgres') {
     const db = createDb(url, { schema })
     t.teardown(() => db.destroy())
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
-    t.error((await migrator.migrateTo('2026_11_23_0400_post_published_at_type')).error)
+    t.error((await whileMigrating(() => migrator.migrateTo('2026_11_23_0400_post_published_at_type'))).error)
     await db.insertInto('post_counter').values([{ type: 'ARTICLE', slot: 0, published: 2 }, { type: 'COURSE', slot: 4, published: 1 }]).execute()
     const addSource = async () => (await sql<{ prosrc: string }>`select prosrc from pg_proc where proname = 'post_counter_add' and pronamespace = current_schema()::regnamespace`.execute(db)).rows[0].prosrc
 
-    t.error((await migrator.migrateTo('2026_11_25_0001_post_counter_slot_sequence')).error)
+    t.error((await whileMigrating(() => migrator.migrateTo('2026_11_25_0001_post_counter_slot_sequence'))).error)
     t.match(await addSource(), /nextval\('post_counter_slot_seq'\)/, 'a held slot is followed by one from the sequence')
     const next = await sql<{ slot: string }>`select nextval('post_counter_slot_seq') as slot`.execute(db)
     t.equal(Number(next.rows[0].slot), 5, 'the first new slot is past every existing one, of any type')
 
-    t.error((await migrator.migrateDown()).error)
+    t.error((await whileMigrating(() => migrator.migrateDown())).error)
     t.match(await addSource(), /coalesce\(max\(slot\), -1\) \+ 1/, 'down numbers new slots as before')
     const left = await sql<{ seq: string | null }>`select to_regclass('post_counter_slot_seq')::text as seq`.execute(db)
     t.equal(left.rows[0].seq, null, 'and drops the sequence')
