@@ -7,7 +7,7 @@
  * the multipart body), the type-check or a step below fails.
  *
  * Outside test/ because the repository's type-check cannot see a generated SDK; `npm run
- * client:sdk-gitignored` writes one to client/sdk/ (git-ignored), where these imports find it.
+ * client:sdk` writes one to client/sdk/ (git-ignored), where these imports find it.
  */
 import type { Test } from 'tap'
 import { createClient, createConfig } from './sdk/v1/client/index.js'

@@ -183,7 +183,7 @@ export interface paths {
         put?: never;
         /**
          * Add a student to a class (owner)
-         * @description The class owner only (others 403; 404 for a class the caller cannot see): adds a student to the class.
+         * @description The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.
          */
         post: operations["createStudent"];
         delete?: never;
@@ -247,7 +247,7 @@ export interface paths {
         put?: never;
         /**
          * Add a chapter at a position, or at the end (course owner)
-         * @description The course's owner only: adds a chapter at the given position (later chapters shift down) or at the end.
+         * @description The course's owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.
          */
         post: operations["createChapter"];
         delete?: never;
@@ -271,7 +271,7 @@ export interface paths {
         put?: never;
         /**
          * Add a lesson at a position, or at the end (course owner)
-         * @description The course's owner only: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.
+         * @description The course's owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.
          */
         post: operations["createLesson"];
         delete?: never;
@@ -438,7 +438,7 @@ export interface paths {
         get: operations["getPost"];
         /**
          * Replace the writable fields of a post (owner); moves it up the default order
-         * @description The post's creator only (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
+         * @description The post's creator only, while still a creator (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
          */
         put: operations["updatePost"];
         post?: never;
@@ -451,7 +451,7 @@ export interface paths {
         head?: never;
         /**
          * Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order
-         * @description The post's creator only (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
+         * @description The post's creator only, while still a creator (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.
          */
         patch: operations["patchPost"];
         trace?: never;
@@ -662,7 +662,7 @@ export interface paths {
         get: operations["getShop"];
         /**
          * Replace a shop's writable fields (owner)
-         * @description The shop's owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.
+         * @description The shop's owner only, while still a creator (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.
          */
         put: operations["updateShop"];
         post?: never;
@@ -675,7 +675,7 @@ export interface paths {
         head?: never;
         /**
          * Change some fields of a shop (owner), a JSON Merge Patch
-         * @description The shop's owner only (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         * @description The shop's owner only, while still a creator (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
          */
         patch: operations["patchShop"];
         trace?: never;
@@ -695,7 +695,7 @@ export interface paths {
         put?: never;
         /**
          * Add a product to a shop (owner)
-         * @description The shop's owner only: adds a product to the shop.
+         * @description The shop's owner only, while still a creator: adds a product to the shop.
          */
         post: operations["createProduct"];
         delete?: never;
@@ -718,7 +718,7 @@ export interface paths {
         get: operations["getProduct"];
         /**
          * Replace a product's writable fields (shop owner)
-         * @description The shop's owner only: replaces the product's writable fields. A stale If-Match is 412 and changes nothing.
+         * @description The shop's owner only, while still a creator: replaces the product's writable fields. A stale If-Match is 412 and changes nothing.
          */
         put: operations["updateProduct"];
         post?: never;
@@ -731,7 +731,7 @@ export interface paths {
         head?: never;
         /**
          * Change some fields of a product (shop owner), a JSON Merge Patch
-         * @description The shop's owner only: merges a JSON Merge Patch (RFC 7396) into the product's writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         * @description The shop's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product's writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
          */
         patch: operations["patchProduct"];
         trace?: never;
@@ -3372,7 +3372,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -4043,7 +4043,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -4400,7 +4400,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -6329,7 +6329,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -6714,7 +6714,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -9757,7 +9757,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -10120,7 +10120,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -10455,7 +10455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -10787,7 +10787,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -11157,7 +11157,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];

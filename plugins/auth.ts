@@ -7,6 +7,11 @@ import type { AppDb } from './db.js'
 /** The claims Roja signs (RFC 8725 §3.10, §3.11): who, which token generation, for which issuer and audience. */
 export interface TokenClaims { id: string, gen: number, iss?: string, aud?: string, iat?: number, exp?: number }
 
+/** Creator rights are read from the account on every request, so a revoked creator loses them at once (403). */
+export function assertCreator (account: AccountBase): void {
+  if (!account.is_creator) throw new AppError('UserNotCreator', 'only creators may do this')
+}
+
 /** What the plugins read of the caller: keys and limits by id and address, requireCreator the flag. */
 export interface AccountBase { id: string, email: string, is_creator: boolean }
 
@@ -137,7 +142,5 @@ export default fp<AuthOptions>(async (fastify, opts) => {
     authenticate(request).then(() => done(), done)
   })
 
-  fastify.decorate('requireCreator', async (request: FastifyRequest) => {
-    if (!request.user.is_creator) throw new AppError('UserNotCreator', 'only creators may do this')
-  })
+  fastify.decorate('requireCreator', async (request: FastifyRequest) => assertCreator(request.user))
 }, { name: 'auth', dependencies: ['config', 'db', 'problems'] })

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url'
 /**
  * The second generated client: an SDK built by @hey-api/openapi-ts from the committed documents.
  * It is not committed (only the openapi-typescript types, client/v1.d.ts and v2.d.ts, are):
- * test/sdk.test.ts generates it afresh for each run, and `npm run client:sdk-gitignored` writes it
+ * test/sdk.test.ts generates it afresh for each run, and `npm run client:sdk` writes it
  * to client/sdk/<version>/, which client/.gitignore keeps out of the repository.
  */
 const ROOT = resolve(import.meta.dirname, '..')

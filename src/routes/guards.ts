@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { assertOwner } from '../domain/ownership.js'
 import type { Account } from '../domain/users.js'
+import { assertCreator } from '../../plugins/auth.js'
 import { assertIfMatch } from '../../plugins/etag.js'
 
 /** Pieces every route group shares: the OpenAPI security requirement and the owner checks. */
@@ -16,15 +17,24 @@ export const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBann
 /** The caller's id on a read that takes an optional token (authenticateIfToken); undefined for anyone. */
 export const callerId = (request: FastifyRequest): string | undefined => (request.user as Account | undefined)?.id
 
-/** Awaits the resource a route acts under (a class, a course, a shop), lets only its owner through (403 UserNotOwner), and returns it. */
-export async function ownedByCaller<T> (request: FastifyRequest, resource: Promise<T>, ownerOf: (resource: T) => string): Promise<T> {
+/**
+ * Who may act: the owner (403 UserNotOwner), and for `asCreator` a creator still (403 UserNotCreator):
+ * adding to or changing creator content needs the rights now, deleting it only ownership.
+ */
+function assertActor (request: FastifyRequest, ownerId: string, asCreator: boolean): void {
+  assertOwner(request.user.id, ownerId)
+  if (asCreator) assertCreator(request.user)
+}
+
+/** Awaits the resource a route acts under (a class, a course, a shop), lets only its owner through, and returns it. */
+export async function ownedByCaller<T> (request: FastifyRequest, resource: Promise<T>, ownerOf: (resource: T) => string, { asCreator = false } = {}): Promise<T> {
   const found = await resource
-  assertOwner(request.user.id, ownerOf(found))
+  assertActor(request, ownerOf(found), asCreator)
   return found
 }
 
-/** The checks of PUT/DELETE, run against the resource as it is: the owner first (403), then If-Match (412). */
-export const ownerAndIfMatch = <T>(request: FastifyRequest, reply: FastifyReply, ownerOf: (current: T) => string) => (current: T) => {
-  assertOwner(request.user.id, ownerOf(current))
+/** The checks of PUT/PATCH/DELETE, run against the resource as it is: who may act first (403), then If-Match (412). */
+export const ownerAndIfMatch = <T>(request: FastifyRequest, reply: FastifyReply, ownerOf: (current: T) => string, { asCreator = false } = {}) => (current: T) => {
+  assertActor(request, ownerOf(current), asCreator)
   assertIfMatch(request, reply, current)
 }

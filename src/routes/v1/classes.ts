@@ -61,11 +61,11 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/classes/:classId/students', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createStudent', description: 'The class owner only (others 403; 404 for a class the caller cannot see): adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
-      response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'Conflict') }
+      tags, security, operationId: 'createStudent', description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
+      response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
+    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass, { asCreator: true })
     const student = await createStudent(db, request.params.classId, request.body)
     return created(reply, `/v1/classes/${student.class_id}/students/${student.id}`, student)
   })

@@ -62,16 +62,16 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner', 'CourseNotFound', 'Conflict'] as const
+  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner', 'UserNotCreator', 'CourseNotFound', 'Conflict'] as const
 
   fastify.post('/courses/:courseId/chapters', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createChapter', description: 'The course\'s owner only: adds a chapter at the given position (later chapters shift down) or at the end.', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
+      tags, security, operationId: 'createChapter', description: 'The course\'s owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
-    await ownedByCaller(request, getCourse(db, request.params.courseId, request.user.id), creatorOfCourse)
+    await ownedByCaller(request, getCourse(db, request.params.courseId, request.user.id), creatorOfCourse, { asCreator: true })
     const chapter = await createChapter(db, request.params.courseId, request.body)
     return created(reply, `/v1/chapters/${chapter.id}`, chapter)
   })
@@ -79,12 +79,12 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/courses/:courseId/chapters/:chapterId/lessons', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createLesson', description: 'The course\'s owner only: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
+      tags, security, operationId: 'createLesson', description: 'The course\'s owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
       response: { 201: ref(Lesson), ...errorResponses(...auth, 'ChapterNotFound') }
     }
   }, async (request, reply) => {
     const { courseId, chapterId } = request.params
-    await ownedByCaller(request, getCourse(db, courseId, request.user.id), creatorOfCourse)
+    await ownedByCaller(request, getCourse(db, courseId, request.user.id), creatorOfCourse, { asCreator: true })
     await assertChapterOf(db, courseId, chapterId)
     const lesson = await createLesson(db, chapterId, request.body)
     return created(reply, `/v1/lessons/${lesson.id}`, lesson)

@@ -70,17 +70,17 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     body: PostUpdate,
     patchBody: PostPatch,
     response: Post,
-    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict', 'PreconditionFailed'],
+    errors: [...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict', 'PreconditionFailed'],
     put: {
-      operationId: 'updatePost', description: 'The post\'s creator only (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updatePost', description: 'The post\'s creator only, while still a creator (others 403): replaces the writable fields; an absent slug or published_at keeps the stored value. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the writable fields of a post (owner); moves it up the default order'
     },
     patch: {
-      operationId: 'patchPost', description: 'The post\'s creator only (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchPost', description: 'The post\'s creator only, while still a creator (others 403): merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order'
     },
     fieldsOf: postFields,
-    run: (request, reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, ownerAndIfMatch(request, reply, creatorOf))
+    run: (request, reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, ownerAndIfMatch(request, reply, creatorOf, { asCreator: true }))
   })
 
   fastify.delete('/posts/:postId', {

@@ -57,9 +57,10 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const ownShop = (request: FastifyRequest, reply: FastifyReply) => ownerAndIfMatch(request, reply, ownerOfShop)
-  const ownProduct = (request: FastifyRequest, reply: FastifyReply) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
-    ownerAndIfMatch<ProductT>(request, reply, () => shop.owner.id)(product)
+  // changing a shop or product needs creator rights still, deleting it only ownership
+  const ownShop = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ownerAndIfMatch(request, reply, ownerOfShop, { asCreator })
+  const ownProduct = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
+    ownerAndIfMatch<ProductT>(request, reply, () => shop.owner.id, { asCreator })(product)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   fastify.post('/shops', {
@@ -81,17 +82,17 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     body: ShopWrite,
     patchBody: ShopPatch,
     response: Shop,
-    errors: [...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed'],
+    errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'PreconditionFailed'],
     put: {
-      operationId: 'updateShop', description: 'The shop\'s owner only (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updateShop', description: 'The shop\'s owner only, while still a creator (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a shop\'s writable fields (owner)'
     },
     patch: {
-      operationId: 'patchShop', description: 'The shop\'s owner only (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchShop', description: 'The shop\'s owner only, while still a creator (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a shop (owner), a JSON Merge Patch'
     },
     fieldsOf: shopFields,
-    run: (request, reply, change) => updateShop(db, request.params.shopId, change, ownShop(request, reply))
+    run: (request, reply, change) => updateShop(db, request.params.shopId, change, ownShop(request, reply, true))
   })
 
   fastify.delete('/shops/:shopId', {
@@ -107,11 +108,11 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/shops/:shopId/products', {
     config: { idempotent: true },
     schema: {
-      tags, security, operationId: 'createProduct', description: 'The shop\'s owner only: adds a product to the shop.', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
-      response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'Conflict') }
+      tags, security, operationId: 'createProduct', description: 'The shop\'s owner only, while still a creator: adds a product to the shop.', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
+      response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    const shop = await ownedByCaller(request, getShop(db, request.params.shopId), ownerOfShop)
+    const shop = await ownedByCaller(request, getShop(db, request.params.shopId), ownerOfShop, { asCreator: true })
     const product = await createProduct(db, shop.id, request.body)
     return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
   })
@@ -123,17 +124,17 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     body: ProductWrite,
     patchBody: ProductPatch,
     response: Product,
-    errors: [...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
+    errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
     put: {
-      operationId: 'updateProduct', description: 'The shop\'s owner only: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updateProduct', description: 'The shop\'s owner only, while still a creator: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a product\'s writable fields (shop owner)'
     },
     patch: {
-      operationId: 'patchProduct', description: 'The shop\'s owner only: merges a JSON Merge Patch (RFC 7396) into the product\'s writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchProduct', description: 'The shop\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product\'s writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a product (shop owner), a JSON Merge Patch'
     },
     fieldsOf: productFields,
-    run: (request, reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, ownProduct(request, reply))
+    run: (request, reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, ownProduct(request, reply, true))
   })
 
   fastify.delete('/shops/:shopId/products/:productId', {
