@@ -1,7 +1,7 @@
 /**
  * The fleet test (`npm run fleet:test`; not part of `npm test`): three Roja instances from the
- * TypeScript sources behind HAProxy, on a private PostgreSQL cluster (so it may be stopped), the
- * shared Redis (a database number of our own, FLEET_REDIS_URL) and a real SMTP server on loopback.
+ * TypeScript sources behind HAProxy, on a private PostgreSQL cluster and a private Redis (so each
+ * may be stopped) and a real SMTP server on loopback.
  * Every request goes through the balancer; the database is read directly to check what it holds.
  * Prometheus (Debian's prometheus package: promtool and the server) scrapes the instances with
  * ops/prometheus/prometheus.yml, and `npm run fleet` itself is started and stopped as a user would.
@@ -21,7 +21,6 @@ import { freePort, listening, metricSamples, request, signUpVerified } from '../
 import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
-const REDIS_URL = process.env.FLEET_REDIS_URL ?? 'redis://127.0.0.1:6379/9'
 // /metrics wants it, as in production; Prometheus reads it from its credentials file
 const METRICS_TOKEN = randomBytes(24).toString('base64url')
 const scraper = { authorization: `Bearer ${METRICS_TOKEN}` }
@@ -49,7 +48,7 @@ interface CallOptions {
 
 const randomIp = () => `198.18.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
 // A client of its own on loopback: any 127/8 address but 127.0.0.1, the one proxy the instances
-// trust, so it is a client HAProxy sees rather than a proxy; fresh on every run, as Redis keeps counts.
+// trust, so it is a client HAProxy sees rather than a proxy.
 const clientAddress = () => `127.${1 + (randomBytes(1)[0] % 254)}.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0] % 254)}`
 
 /** One request on its own connection (scripts/proc.ts), through HAProxy unless `port` names an instance. */
@@ -97,11 +96,19 @@ function load (send: (n: number) => Promise<Answer>, loops: number) {
 const tally = (outcomes: Outcome[]) => outcomes.reduce<Record<string, number>>((a, o) => { a[o.status] = (a[o.status] ?? 0) + 1; return a }, {})
 
 // ---------------------------------------------------------------- the fleet
-// Roja skips rate limits when Redis is away, which would read as "limits are not shared": say so first.
-const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000 })
-redis.on('error', () => {}) // reported by the ping below
-await redis.connect().then(() => redis.ping()).catch((err: Error) => { throw new Error(`Redis at ${REDIS_URL} does not answer (FLEET_REDIS_URL): ${err.message}`) })
-redis.disconnect()
+/** A Redis of the fleet's own on `port`, fresh (it keeps nothing), answering before this returns. */
+async function startRedis (port: number) {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  probe.on('error', () => {}) // refused until the server listens
+  for (let i = 0; i < 100 && !await probe.connect().then(() => true, () => false); i++) await sleep(50)
+  probe.disconnect()
+  return child
+}
+const REDIS_PORT = await freePort()
+const REDIS_URL = `redis://127.0.0.1:${REDIS_PORT}`
+let redisServer = await startRedis(REDIS_PORT)
+t.teardown(() => { redisServer.kill('SIGKILL') })
 for (const bin of ['promtool', 'prometheus']) {
   if (spawnSync(bin, ['--version']).error) throw new Error(`${bin} is not installed (Debian: apt-get install -y --no-install-recommends prometheus)`)
 }
@@ -205,6 +212,35 @@ t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it
   const straight: number[] = []
   for (let n = 1; n <= PASSWORD_GUESSES + 2; n++) straight.push((await guess(direct, n, { port: instance.port })).status)
   t.same(straight, [...Array(PASSWORD_GUESSES).fill(401), 429, 429], `directly at ${instance.name}, a forged X-Forwarded-For is not believed`)
+})
+
+t.test('the password limit holds while Redis is stopped: each instance counts on its own, never off', async (t) => {
+  const { username } = await signUp(false)
+  redisServer.kill('SIGKILL')
+  await new Promise(resolve => redisServer.once('exit', resolve))
+  const client = clientAddress()
+  const statuses: number[] = []
+  const guesses = PASSWORD_GUESSES * NAMES.length
+  for (let n = 0; n < guesses + NAMES.length; n++) {
+    statuses.push((await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from: client })).status)
+  }
+  t.ok(statuses.filter(s => s === 401).length <= guesses, `at most ${PASSWORD_GUESSES} wrong passwords answered per instance: ${statuses.join(' ')}`)
+  t.same(statuses.slice(-NAMES.length), NAMES.map(() => 429), 'then every instance refuses')
+  const right = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD }, from: client })
+  t.equal(right.status, 429, 'the right password too')
+  const fellBack = await Promise.all(fleet.instances.map(async i => metricSamples((await direct(i, '/metrics', scraper)).body, 'roja_rate_limit_store_fallbacks_total')[0]?.value ?? 0))
+  t.ok(fellBack.every(n => n > 0), `each instance counted its fallbacks: ${fellBack.join(', ')}`)
+  redisServer = await startRedis(REDIS_PORT)
+  // shared again once each instance has reconnected: a new client's guesses count across them
+  let shared = false
+  for (let i = 0; i < 50 && !shared; i++) {
+    await sleep(200)
+    const probe = clientAddress()
+    const answers: number[] = []
+    for (let n = 0; n <= PASSWORD_GUESSES; n++) answers.push((await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from: probe })).status)
+    shared = answers.at(-1) === 429
+  }
+  t.ok(shared, 'with Redis back, the count is shared across the instances again')
 })
 
 t.test('an Idempotency-Key retried on another instance replays and creates nothing', async (t) => {
