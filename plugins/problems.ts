@@ -188,6 +188,7 @@ function validationFailed (where: ValidationIssue['in'], raw: readonly AjvIssue[
   }
   if (detail.length > MAX_DETAIL) detail = `${detail.slice(0, MAX_DETAIL - 1)}…`
   if (total > listed) detail += `; and ${total - listed} more`
+  if ((raw as { firstOnly?: boolean }).firstOnly) detail += ' (a body this large is checked up to its first issue)'
   return new AppError('ValidationFailed', detail, { errors })
 }
 

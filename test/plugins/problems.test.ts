@@ -6,6 +6,7 @@ import config from '../../plugins/config.js'
 import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../schemas/problems.js'
+import { PUBLIC_BODY_LIMIT } from '../../src/routes/guards.js'
 import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 import { createCreator } from '../fixtures.js'
 
@@ -114,18 +115,21 @@ t.test('a validation answer and its log line stay small whatever the input', asy
     return body
   }
 
-  // sign-up with 1 MB of unknown properties
-  const person = { username: 'ada', email: 'ada@example.com', password: 'correct horse battery staple', first_name: 'Ada' }
-  const signUp: Record<string, unknown> = { ...person }
+  // a post with 1 MB of unknown properties (a stranger's body stops at PUBLIC_BODY_LIMIT, below)
+  const post = { type: 'ARTICLE', title: 'T' }
+  const padded: Record<string, unknown> = { ...post }
   let properties = 0
-  for (let size = 100; size < 1_000_000; properties++) { const key = `p${properties}`; signUp[key] = 1; size += key.length + 5 }
-  const payload = JSON.stringify(signUp)
+  for (let size = 100; size < 1_000_000; properties++) { const key = `p${properties}`; padded[key] = 1; size += key.length + 5 }
+  const payload = JSON.stringify(padded)
   t.ok(payload.length < 1_048_576, 'within BODY_LIMIT_BYTES')
-  const many = bounded(await app.inject({ method: 'POST', url: '/v1/profiles', payload, headers: { 'content-type': 'application/json' } }), `${properties} unknown properties`)
-  t.equal(many.errors.length, 20)
-  t.same(many.errors[0], { in: 'body', field: '/p0', rule: 'additionalProperties', message: 'is not a known property' })
-  const more = Number(/; and (\d+) more$/.exec(many.detail)?.[1])
-  t.ok(more >= properties - 20, `the detail says how many more (${more})`)
+  const many = bounded(await app.inject({ method: 'POST', url: '/v1/posts', payload, headers: { ...creator.headers, 'content-type': 'application/json' } }), `${properties} unknown properties`)
+  t.same(many.errors, [{ in: 'body', field: '/p0', rule: 'additionalProperties', message: 'is not a known property' }], 'a body this large: its first issue')
+  t.match(many.detail, /checked up to its first issue\)$/, 'and the detail says so')
+
+  // a small body lists every issue, up to 20, and counts the rest
+  const few = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { ...post, ...Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, 1])) } }), '30 unknown properties')
+  t.equal(few.errors.length, 20)
+  t.match(few.detail, /; and 10 more$/)
 
   // a post with 100,000 bad tags
   const tags = Array.from({ length: 100_000 }, () => 'x!')
@@ -135,12 +139,27 @@ t.test('a validation answer and its log line stay small whatever the input', asy
 
   // one unknown property whose name is 500 KB
   const name = 'k'.repeat(500_000)
-  const long = bounded(await app.inject({ method: 'POST', url: '/v1/profiles', payload: { ...person, [name]: 1 } }), 'a 500 KB property name')
+  const long = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { ...post, [name]: 1 } }), 'a 500 KB property name')
   t.ok(long.errors.every((e: { field: string }) => e.field.length <= 200), 'field names are cut')
 
   // a long URL of unknown parameters
   const url = `/v1/posts?${Array.from({ length: 600 }, (_, i) => `q${i}=1`).join('&')}`
   bounded(await app.inject({ method: 'GET', url }), `a ${url.length}-character query`)
+})
+
+t.test('the routes anyone may call take a body of PUBLIC_BODY_LIMIT bytes, and one more is 413', async (t) => {
+  const app = await build(t)
+  const person = { username: 'ada', email: 'ada@example.com', password: 'correct horse battery staple', first_name: 'Ada' }
+  // valid JSON of exactly the limit: whitespace after the object
+  const sized = (body: object, bytes: number) => JSON.stringify(body).padEnd(bytes, ' ')
+  const send = (url: string, payload: string) => app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
+  t.equal((await send('/v1/profiles', sized(person, PUBLIC_BODY_LIMIT))).statusCode, 201, 'sign-up at the limit')
+  const wrong: string[] = []
+  for (const [url, body] of [['/v1/profiles', person], ['/v1/auth/token', { username: 'ada', password: 'x' }], ['/v1/email-verifications', { token: 'x' }]] as const) {
+    const res = await send(url, sized(body, PUBLIC_BODY_LIMIT + 1))
+    if (res.statusCode !== 413 || json(res).code !== 'PayloadTooLarge') wrong.push(`${url}: ${res.statusCode}`)
+  }
+  t.same(wrong, [], 'one byte more is 413 PayloadTooLarge on each')
 })
 
 t.test('a body that is not JSON is 400 MalformedBody', async (t) => {
