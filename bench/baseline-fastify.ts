@@ -9,13 +9,24 @@
  *   GET  /v1/users/me/posts      bearer JWT (HS256, verified-token cache) + user row, the caller's posts
  *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back in one transaction
  *
+ * BASELINE_FEATURES=1 makes it the like-for-like baseline: Roja's production features from the same
+ * well-kept plugins, configured as Roja configures them and used the plain way (helmet run per
+ * request, fastify-metrics' own route histogram, one pino line per request to stdout, which the
+ * harness sends to a file): what Roja's conventions machinery (TypeBox, the problem catalogue,
+ * idempotency, deprecation, Kysely) and its speed devices are measured against.
+ *
  * better-sqlite3 or pg by DATABASE_URL; JWT_SECRET as Roja's. Statements are prepared once per
  * connection as Roja's are (on PostgreSQL a named statement for each text that takes values). The
  * total of the unfiltered and type-filtered lists comes from post_counter when the schema has it
  * (the cheapest exact total the schema offers), else from count(*) like the other filters.
  */
 import { hash, randomUUID } from 'node:crypto'
+import cors from '@fastify/cors'
 import jwt from '@fastify/jwt'
+import rateLimit from '@fastify/rate-limit'
+import underPressure from '@fastify/under-pressure'
+import metrics from 'fastify-metrics'
+import helmet from 'helmet'
 import SQLite from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import pg from 'pg'
@@ -171,7 +182,34 @@ function links (request: FastifyRequest, reply: FastifyReply, limit: number, off
   if (out.length > 0) reply.header('link', out.join(', '))
 }
 
-const app = Fastify()
+const features = process.env.BASELINE_FEATURES === '1'
+const app = Fastify(features ? { logger: { level: 'info' }, disableRequestLogging: true, trustProxy: '127.0.0.1' } : {})
+if (features) {
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    done()
+  })
+  const secure = helmet({ contentSecurityPolicy: false, hsts: { maxAge: 31536000, includeSubDomains: true } })
+  app.addHook('onRequest', (request, reply, done) => { secure(request.raw as never, reply.raw as never, (err?: unknown) => done(err as Error | undefined)) })
+  await app.register(cors, {
+    origin: ['https://app.example.com'],
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'idempotency-key', 'accept', 'range'],
+    exposedHeaders: ['location', 'etag', 'link', 'retry-after', 'deprecation', 'sunset'],
+    maxAge: 600
+  })
+  await app.register(rateLimit, { global: true, max: 1_000_000_000, timeWindow: 60_000 })
+  await app.register(metrics.default, {
+    endpoint: '/metrics',
+    routeMetrics: { enabled: { histogram: true, summary: false }, overrides: { histogram: { buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] } } }
+  })
+  await app.register(underPressure, {
+    maxEventLoopDelay: 1000,
+    sampleInterval: 1000,
+    healthCheck: async () => { await db.all('select 1', []); return true },
+    healthCheckInterval: 1000
+  })
+}
 await app.register(jwt, { secret: process.env.JWT_SECRET!, verify: { algorithms: ['HS256'], cache: true } })
 
 class HttpError extends Error { constructor (readonly statusCode: number) { super(String(statusCode)) } }
