@@ -45,7 +45,7 @@ const num = (name: string, normal: number, smoke: number) => Number(env[name] ??
 // of seconds, and the median of five same-round ratios drops two bursts either way.
 const RUNS = num('BENCH_RUNS', 5, 1)
 const DURATION = num('BENCH_DURATION', 3, 0.5)
-const WARMUP = num('BENCH_WARMUP', 2, 0)
+const WARMUP = num('BENCH_WARMUP', 2, 0.5)
 // cold starts per build in `startup` (the median is reported)
 const STARTS = num('BENCH_STARTS', 3, 1)
 const CONNECTIONS = num('BENCH_CONNECTIONS', 50, 10)
