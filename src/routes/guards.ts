@@ -18,6 +18,9 @@ export const optionalSecurity: Array<Record<string, string[]>> = [{}, { bearerAu
  */
 export const PUBLIC_BODY_LIMIT = 64 * 1024
 
+/** A public route's body limit: PUBLIC_BODY_LIMIT, or BODY_LIMIT_BYTES when that is lower. */
+export const publicBodyLimit = (config: { BODY_LIMIT_BYTES: number }): number => Math.min(PUBLIC_BODY_LIMIT, config.BODY_LIMIT_BYTES)
+
 /** The problems any authenticated route can answer with. */
 export const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned'] as const
 

@@ -5,7 +5,7 @@ import { TokenForm, TokenRequest, TokenResponse } from '../../../schemas/auth.js
 import { ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { checkCredentials, normaliseUsername } from '../../domain/users.js'
-import { PUBLIC_BODY_LIMIT } from '../guards.js'
+import { publicBodyLimit } from '../guards.js'
 
 const FORM = 'application/x-www-form-urlencoded'
 
@@ -30,7 +30,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/auth/token', {
-    bodyLimit: PUBLIC_BODY_LIMIT,
+    bodyLimit: publicBodyLimit(fastify.config),
     onRequest: fastify.clientRateLimit,
     config: {
       contentTypes: ['application/json', FORM],

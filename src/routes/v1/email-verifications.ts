@@ -5,7 +5,7 @@ import { errorResponses } from '../../../schemas/problems.js'
 import { EmailVerification, UserParams } from '../../../schemas/user-email.js'
 import { confirmEmail, resendVerification } from '../../domain/email-verification.js'
 import { assertOwner } from '../../domain/ownership.js'
-import { authErrors, PUBLIC_BODY_LIMIT, security } from '../guards.js'
+import { authErrors, publicBodyLimit, security } from '../guards.js'
 
 const tags = ['users']
 const Verified = Type.Null({ description: 'No Content: the address is verified' })
@@ -17,7 +17,7 @@ const Verified = Type.Null({ description: 'No Content: the address is verified' 
 const emailVerifications: FastifyPluginAsyncTypebox = async (fastify) => {
   // A POST, not a GET on the link itself: mail scanners and previews follow links, and must not verify.
   fastify.post('/email-verifications', {
-    bodyLimit: PUBLIC_BODY_LIMIT,
+    bodyLimit: publicBodyLimit(fastify.config),
     schema: {
       tags,
       operationId: 'confirmEmail',

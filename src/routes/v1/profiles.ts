@@ -6,14 +6,14 @@ import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfilePatch, Profile
 import { getMyProfile, getProfile, profileFields, signUp, updateMe } from '../../domain/users.js'
 import { created } from '../replies.js'
 import { registerUpdates } from '../updates.js'
-import { PUBLIC_BODY_LIMIT } from '../guards.js'
+import { publicBodyLimit } from '../guards.js'
 
 const tags = ['profiles']
 
 /** Sign-up and the public profiles; /profiles/me (authenticated) is registered first, below. */
 const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/profiles', {
-    bodyLimit: PUBLIC_BODY_LIMIT,
+    bodyLimit: publicBodyLimit(fastify.config),
     config: { idempotent: true },
     schema: {
       tags,
