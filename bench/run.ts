@@ -40,14 +40,16 @@ const autocannon = autocannonUntyped as (opts: {
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const env = process.env
 const SMOKE = env.BENCH_SMOKE === '1'
-const num = (name: string, normal: number, smoke: number) => Number(env[name] ?? (SMOKE ? smoke : normal))
+// --quick: the groups with verdicts, in three short rounds (about three minutes with BENCH_REUSE=1)
+const QUICK = process.argv.includes('--quick')
+const num = (name: string, normal: number, smoke: number, quick = normal) => Number(env[name] ?? (SMOKE ? smoke : QUICK ? quick : normal))
 // More, shorter rounds than 3 × 5 s for the same time: on a shared machine load comes in bursts
 // of seconds, and the median of five same-round ratios drops two bursts either way.
-const RUNS = num('BENCH_RUNS', 5, 1)
-const DURATION = num('BENCH_DURATION', 3, 0.5)
-const WARMUP = num('BENCH_WARMUP', 2, 0.5)
+const RUNS = num('BENCH_RUNS', 5, 1, 3)
+const DURATION = num('BENCH_DURATION', 3, 0.5, 1)
+const WARMUP = num('BENCH_WARMUP', 2, 0.5, 0.5)
 // cold starts per build in `startup` (the median is reported)
-const STARTS = num('BENCH_STARTS', 3, 1)
+const STARTS = num('BENCH_STARTS', 3, 1, 2)
 const CONNECTIONS = num('BENCH_CONNECTIONS', 50, 10)
 const SMALL = num('BENCH_SMALL', 10_000, 300)
 const LARGE = num('BENCH_LARGE', 1_000_000, 1_000)
@@ -79,13 +81,13 @@ const died: string[] = []
 const GOAL_GROUPS = ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']
 const ALL_GROUPS = [...GOAL_GROUPS, 'list', 'auth']
 // `npm run bench -- chain uncached` or BENCH_ONLY=chain,uncached; default: every group with goals.
-const named = [...process.argv.slice(2), ...(env.BENCH_ONLY?.split(',') ?? [])].filter(Boolean)
+const named = [...process.argv.slice(2).filter(a => a !== '--quick'), ...(env.BENCH_ONLY?.split(',') ?? [])].filter(Boolean)
 const unknown = named.filter(g => !ALL_GROUPS.includes(g))
 if (unknown.length) {
   console.error(`unknown group(s): ${unknown.join(', ')}; the groups are ${ALL_GROUPS.join(', ')}`)
   process.exit(2)
 }
-const GROUPS = named.length ? ALL_GROUPS.filter(g => named.includes(g)) : GOAL_GROUPS
+const GROUPS = named.length ? ALL_GROUPS.filter(g => named.includes(g)) : QUICK ? GOAL_GROUPS.filter(g => g !== 'chain') : GOAL_GROUPS
 const wanted = (name: string) => GROUPS.includes(name)
 
 interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }

@@ -8,7 +8,6 @@ import type { Config } from '../plugins/config.js'
 import { clientAborted, clientErrors, frameworkErrors, problemOf } from '../plugins/problems.js'
 import { redactTokens, trustFunction } from '../plugins/security.js'
 import { isCalendarDate, isLenientDateTime } from './db/date-time-format.js'
-import { stdoutLines } from './batched-log-writer.js'
 
 /**
  * The one options factory for production and tests: logging with redaction,
@@ -18,8 +17,6 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
   return {
     logger: {
       level: config.LOG_LEVEL,
-      // stdout in batches. Why: docs/decisions/0006-batched-log-writes.md
-      ...(config.LOG_LEVEL === 'silent' || config.LOG_FORMAT === 'pretty' ? {} : { stream: stdoutLines() }),
       // What a request line needs, and nothing that costs a proxy-header parse per field (host, port);
       // a token sent in the query (refused, 400) never reaches a log.
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: loggedUrl(req.url), remoteAddress: req.ip }) },

@@ -70,8 +70,7 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   await waitForOutput(output, /Server listening at http:\/\/127\.0\.0\.1:\d+/, START_DEADLINE_MS)
   const health = await fetch(`http://127.0.0.1:${port}/version`)
   t.equal(health.status, 200, 'serves before the signal')
-  // Lines are written once per event-loop turn (src/log-stream.ts): a quiet server's one line must
-  // not wait for more traffic or for the exit.
+  // A quiet server's one line must not wait for more traffic or for the exit.
   await t.resolves(waitForOutput(output, /"url":"\/version"[^\n]*"request completed"/, 2000), 'a quiet server\'s request line reaches stdout within 2 s')
   t.ok(existsSync(join(dataDir, 'roja.sqlite')), 'the SQLite file is under DATA_DIR')
 

@@ -7,6 +7,7 @@ import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../schemas/problems.js'
 import { PUBLIC_BODY_LIMIT } from '../../src/routes/guards.js'
+import { MAX_JSON_MEMBERS, membersOver } from '../../plugins/content-type.js'
 import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 import { createCreator } from '../fixtures.js'
 
@@ -115,16 +116,21 @@ t.test('a validation answer and its log line stay small whatever the input', asy
     return body
   }
 
-  // a post with 1 MB of unknown properties (a stranger's body stops at PUBLIC_BODY_LIMIT, below)
+  // a post with MAX_JSON_MEMBERS members: parsed, and answered with its first issue only
   const post = { type: 'ARTICLE', title: 'T' }
-  const padded: Record<string, unknown> = { ...post }
-  let properties = 0
-  for (let size = 100; size < 1_000_000; properties++) { const key = `p${properties}`; padded[key] = 1; size += key.length + 5 }
-  const payload = JSON.stringify(padded)
-  t.ok(payload.length < 1_048_576, 'within BODY_LIMIT_BYTES')
-  const many = bounded(await app.inject({ method: 'POST', url: '/v1/posts', payload, headers: { ...creator.headers, 'content-type': 'application/json' } }), `${properties} unknown properties`)
+  const members = (n: number) => JSON.stringify({ ...post, ...Object.fromEntries(Array.from({ length: n - 2 }, (_, i) => [`p${i}`, 1])) })
+  const send = (payload: string) => app.inject({ method: 'POST', url: '/v1/posts', payload, headers: { ...creator.headers, 'content-type': 'application/json' } })
+  const many = bounded(await send(members(MAX_JSON_MEMBERS)), `${MAX_JSON_MEMBERS} members`)
   t.same(many.errors, [{ in: 'body', field: '/p0', rule: 'additionalProperties', message: 'is not a known property' }], 'a body this large: its first issue')
   t.match(many.detail, /checked up to its first issue\)$/, 'and the detail says so')
+  // one member more is refused before parsing; so is 1 MB of them
+  const over = await send(members(MAX_JSON_MEMBERS + 1))
+  t.same([over.statusCode, json(over).code, json(over).detail], [413, 'PayloadTooLarge', `a JSON body holds at most ${MAX_JSON_MEMBERS} object members`])
+  let properties = 0
+  const padded: Record<string, unknown> = { ...post }
+  for (let size = 100; size < 1_000_000; properties++) { const key = `p${properties}`; padded[key] = 1; size += key.length + 5 }
+  t.equal((await send(JSON.stringify(padded))).statusCode, 413, `${properties} members in 1 MB`)
+  t.ok(requestLine().length < 4096, 'its log line is short')
 
   // a small body lists every issue, up to 20, and counts the rest
   const few = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { ...post, ...Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, 1])) } }), '30 unknown properties')
@@ -160,6 +166,14 @@ t.test('the routes anyone may call take a body of PUBLIC_BODY_LIMIT bytes, and o
     if (res.statusCode !== 413 || json(res).code !== 'PayloadTooLarge') wrong.push(`${url}: ${res.statusCode}`)
   }
   t.same(wrong, [], 'one byte more is 413 PayloadTooLarge on each')
+})
+
+t.test('membersOver counts the colons outside strings', async (t) => {
+  const cases: Array<[string, number, boolean]> = [
+    ['{"a":1,"b":2}', 2, false], ['{"a":1,"b":2}', 1, true], ['{"a":"x:y:z"}', 1, false],
+    ['{"a":"q\\":1","b":2}', 2, false], ['{"a\\\\":1,"b":2}', 1, true], ['[{"a":1},{"b":2},{"c":3}]', 2, true]
+  ]
+  t.same(cases.filter(([text, max, over]) => membersOver(text, max) !== over).map(([text, max]) => `${text} over ${max}`), [])
 })
 
 t.test('a body that is not JSON is 400 MalformedBody', async (t) => {
