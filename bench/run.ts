@@ -79,7 +79,7 @@ const stopping = new Set<ChildProcess>()
 const died: string[] = []
 
 const GOAL_GROUPS = ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']
-const ALL_GROUPS = [...GOAL_GROUPS, 'list', 'auth']
+const ALL_GROUPS = GOAL_GROUPS
 // `npm run bench -- chain uncached` or BENCH_ONLY=chain,uncached; default: every group with goals.
 const named = [...process.argv.slice(2).filter(a => a !== '--quick'), ...(env.BENCH_ONLY?.split(',') ?? [])].filter(Boolean)
 const unknown = named.filter(g => !ALL_GROUPS.includes(g))
@@ -623,37 +623,26 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
         const targets: Target[] = [
-          { name: 'roja c1', urls: [w.url], method: 'POST', request: post, connections: 1, roja: true, locksOf: locksOf(dbs.writes!.roja) },
-          { name: 'baseline c1', urls: [b.url], method: 'POST', request: post, connections: 1, locksOf: locksOf(dbs.writes!.baseline) },
           { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.writes!.roja) },
           { name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) },
           { name: `like-for-like c${CONNECTIONS}`, urls: [l.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }
         ]
         await sameBytes('writes', targets[0], targets[1], 2, written)
-        await sameBytes('writes', targets[0], targets[4], 2, written)
-        return await group('writes', targets, [['roja c1', 'baseline c1'], [`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`], [`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`]])
+        await sameBytes('writes', targets[0], targets[2], 2, written)
+        return await group('writes', targets, [[`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`], [`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`]])
       } finally { await down(w, b, l) }
     })
 
     await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
-      // Two more with DATABASE_POOL_SIZE=5: the pair then holds as many connections as one instance
-      // (as docs/operations.md advises for DATABASE_POOL_SIZE), shown beside the verdict, which is on the default settings.
-      // And the baseline's pair, on the same database: what a second instance of the hand-written
-      // server gains on the same machine, shown beside the verdict (which is Roja's own ratio).
-      const [a, b, c, d, e, f] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url)),
-        up(startRoja(`${dialect}-roja-fleet-c`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' })), up(startRoja(`${dialect}-roja-fleet-d`, dbs.fleet!.url, ROOT, { DATABASE_POOL_SIZE: '5' })),
-        up(startBaseline(`${dialect}-baseline-fleet-a`, dbs.fleet!.url)), up(startBaseline(`${dialect}-baseline-fleet-b`, dbs.fleet!.url))])
+      const [a, b] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url))])
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
         return await group('fleet', [
           { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'two instances, pools of 5', urls: [c.url, d.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'baseline, one instance', urls: [e.url], method: 'POST', request: post, locksOf: locksOf(dbs.fleet!) },
-          { name: 'baseline, two instances', urls: [e.url, f.url], method: 'POST', request: post, locksOf: locksOf(dbs.fleet!) }
-        ], [['two instances', 'one instance'], ['two instances, pools of 5', 'one instance'], ['baseline, two instances', 'baseline, one instance']])
-      } finally { await down(a, b, c, d, e, f) }
+          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) }
+        ], [['two instances', 'one instance']])
+      } finally { await down(a, b) }
     })
 
     if (wanted('size') || wanted('cursor')) {
@@ -680,29 +669,6 @@ async function benchDialect (dialect: string, dbs: Databases) {
       })
       await down(big)
     }
-
-    await guarded('list', result, revive, async () => {
-      const base = await up(startBaseline(`${dialect}-baseline-list`, small!.url))
-      const body = join(TMP, `${dialect}-list-body.json`)
-      writeFileSync(body, (await request(`${roja!.url}/v1/posts?limit=10`)).text)
-      const http = await up(start(`${dialect}-baseline-http`, ['--import', 'tsx', 'bench/baseline-http.ts'], { BODY_FILE: body }, '/'))
-      const first = () => ({ path: '/v1/posts?limit=10' })
-      try {
-        return await group('list', [
-          { name: 'roja first page', urls: [roja!.url], request: first, roja: true },
-          { name: 'minimal fastify', urls: [base.url], request: first },
-          { name: 'node:http', urls: [http.url], request: first }
-        ], [['roja first page', 'minimal fastify'], ['roja first page', 'node:http']])
-      } finally { await down(base, http) }
-    })
-
-    await guarded('auth', result, revive, async () => {
-      const me = await getJson(`${roja!.url}/v1/profiles/me`, { headers: { authorization: `Bearer ${tokens[0]}` } })
-      return group('auth', [
-        { name: 'public profile', urls: [roja!.url], request: () => ({ path: `/v1/profiles/${me.id as string}` }), roja: true },
-        { name: 'profiles/me', urls: [roja!.url], request: () => ({ path: '/v1/profiles/me', headers: { authorization: `Bearer ${tokens[0]}` } }), roja: true }
-      ], [['profiles/me', 'public profile']])
-    })
 
     // Cold start: fresh processes on the (migrated) small database, nothing else running; then idle RSS.
     // With BENCH_BEFORE the old build starts in turn with the new one, on its own copy.
