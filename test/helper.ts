@@ -47,7 +47,7 @@ export async function freshDatabase (t: Test, { persistent = false } = {}): Prom
   t.teardown(async () => {
     const c = new pg.Client({ connectionString: PG_URL })
     await c.connect()
-    await c.query('select pg_advisory_lock($1)', [SCHEMA_LOCK]) // released when this session ends
+    await c.query('select pg_advisory_lock($1)', [SCHEMA_LOCK]) // released when this connection closes
     await c.query(`drop schema if exists ${schema} cascade`)
     await c.end()
   })
