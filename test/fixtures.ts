@@ -5,7 +5,7 @@ import { queueVerificationEmail, VERIFICATION_SUBJECT } from '../src/domain/emai
 import { writeTimeIso } from '../src/db/clock.js'
 
 export const PASSWORD = 'correct horse battery staple'
-let cachedHash: Promise<string> | undefined
+const cachedHashes = new Map<number, Promise<string>>()
 
 export interface TestUser {
   id: string
@@ -25,9 +25,11 @@ export async function createUser (app: FastifyInstance, opts: { username?: strin
   const username = opts.username ?? `user-${id.slice(0, 8)}`
   const email = `${username}@example.com`
   const now = writeTimeIso()
-  cachedHash ??= hashPassword(PASSWORD)
+  const cost = app.config.PASSWORD_HASH_COST
+  const hash = cachedHashes.get(cost) ?? hashPassword(PASSWORD, cost)
+  cachedHashes.set(cost, hash)
   await app.db.insertInto('user').values({
-    id, username, email, password_hash: await cachedHash,
+    id, username, email, password_hash: await hash,
     is_active: opts.active ?? true, is_creator: opts.creator ?? false, created_at: now, updated_at: now
   }).execute()
   await app.db.insertInto('profile').values({

@@ -25,6 +25,8 @@ export function testConfig (env: Record<string, string> = {}, databaseUrl?: stri
     RATE_LIMIT_MAX: '100000',
     AUTH_RATE_LIMIT_MAX: '100000',
     MAIL_RATE_LIMIT_MAX: '100000',
+    // the cheapest scrypt: hashing is a quarter second of CPU at the default (test/login-flood.test.ts keeps it)
+    PASSWORD_HASH_COST: '10',
     // Tests judge behaviour, not load: building apps blocks the loop and would read as overload.
     // The load-shedding tests turn it back on.
     LOAD_SHEDDING: 'false',

@@ -12,24 +12,30 @@ const hashes = pLimit(MAX_CONCURRENT_HASHES)
 const scryptAsync = promisify(scryptCb) as (password: string, salt: Buffer, keylen: number, options: ScryptOptions) => Promise<Buffer>
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) => hashes(() => scryptAsync(password, salt, keylen, options))
 
-// scrypt N=2^15, r=8, p=1: 32 MiB per hash, the OWASP minimum for a memory-hard KDF.
-const PARAMS = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }
+/**
+ * scrypt with N = 2^cost, r=8, p=1: cost 15 (32 MiB a hash) is the OWASP minimum and the default
+ * (PASSWORD_HASH_COST). The parameters travel with each hash, so any stored hash verifies whatever
+ * the setting is now; a new cost applies to passwords set from then on.
+ */
+export const DEFAULT_HASH_COST = 15
+const R = 8
 const KEYLEN = 32
+const options = (N: number, r = R): ScryptOptions => ({ N, r, p: 1, maxmem: 256 * N * r })
 
-/** `scrypt$N$r$p$salt$hash`, all base64url: the parameters travel with the hash. */
-export async function hashPassword (password: string): Promise<string> {
+/** `scrypt$N$r$p$salt$hash`, all base64url. */
+export async function hashPassword (password: string, cost = DEFAULT_HASH_COST): Promise<string> {
   const salt = randomBytes(16)
-  const key = await scrypt(password, salt, KEYLEN, PARAMS)
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$')
+  const key = await scrypt(password, salt, KEYLEN, options(2 ** cost))
+  return ['scrypt', 2 ** cost, R, 1, salt.toString('base64url'), key.toString('base64url')].join('$')
 }
 
 export async function verifyPassword (password: string, stored: string): Promise<boolean> {
   const [kind, n, r, p, salt, hash] = stored.split('$')
   if (kind !== 'scrypt') return false
   const expected = Buffer.from(hash, 'base64url')
-  const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: PARAMS.maxmem })
+  const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, { ...options(Number(n), Number(r)), p: Number(p) })
   return timingSafeEqual(key, expected)
 }
 
-/** A hash that matches no password, so an unknown username costs what a wrong password does. */
-export const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'
+/** A hash at this cost that matches no password, so an unknown username costs what a wrong password does. */
+export const dummyHash = (cost = DEFAULT_HASH_COST) => `scrypt$${2 ** cost}$${R}$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`

@@ -8,7 +8,7 @@ import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
 import { cachedRowStatement, cachedStatement } from '../db/statement-cache.js'
-import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js'
+import { dummyHash, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -81,7 +81,7 @@ function toProfile (row: ProfileRow): Profile {
  * Sign-up: creates the user and its profile (same id), unverified, and queues the verification
  * link in the same transaction. Taken username or e-mail → 409.
  */
-export async function signUp (db: Db, input: ProfileCreate, verification: VerificationSettings): Promise<MyProfile> {
+export async function signUp (db: Db, input: ProfileCreate, verification: VerificationSettings, hashCost: number): Promise<MyProfile> {
   const username = normaliseUsername(input.username)
   if (RESERVED_USERNAMES.has(username)) {
     throw new AppError('InvalidUserData', 'bad username, choose another', {
@@ -89,7 +89,7 @@ export async function signUp (db: Db, input: ProfileCreate, verification: Verifi
     })
   }
   const email = input.email.trim().toLowerCase()
-  const passwordHash = await hashPassword(input.password)
+  const passwordHash = await hashPassword(input.password, hashCost)
   const id = randomUUID()
   const now = writeTimeIso()
   try {
@@ -123,13 +123,13 @@ function uniqueViolation (err: unknown): 'username' | 'email' | undefined {
 
 /**
  * The user id (and token generation) for a username and password, or 401 InvalidCredentials. An unknown username
- * still pays for one scrypt (against DUMMY_HASH), so both failures cost the same and look the same.
+ * still pays for one scrypt (against a dummy hash at `hashCost`), so both failures cost the same and look the same.
  * A banned user with the right password is told so (403) rather than handed a useless token.
  */
-export async function checkCredentials (db: Db, username: string, password: string): Promise<{ id: string, generation: number }> {
+export async function checkCredentials (db: Db, username: string, password: string, hashCost: number): Promise<{ id: string, generation: number }> {
   const user = await db.selectFrom('user').select(['id', 'password_hash', 'is_active', 'token_generation'])
     .where('username', '=', normaliseUsername(username)).executeTakeFirst()
-  const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH)
+  const ok = await verifyPassword(password, user?.password_hash ?? dummyHash(hashCost))
   if (!user || !ok) throw new AppError('InvalidCredentials', 'wrong username or password')
   if (!user.is_active) throw new AppError('UserIsBanned', 'this account is banned')
   return { id: user.id, generation: Number(user.token_generation) }

@@ -183,6 +183,18 @@ t.test('a JWT_SECRET shorter than 32 bytes is refused everywhere', async (t) => 
   t.equal(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwtSecret, 'x'.repeat(32), '32 bytes is enough')
 })
 
+t.test('the password hashing cost: 15 by default, never below it outside ENVIRONMENT=test', async (t) => {
+  const prod = { ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1' }
+  t.equal(loadConfig(prod).PASSWORD_HASH_COST, 15)
+  t.equal(loadConfig({ ...prod, PASSWORD_HASH_COST: '17' }).PASSWORD_HASH_COST, 17, '17 is the highest')
+  t.throws(() => loadConfig({ PASSWORD_HASH_COST: '18' }), /PASSWORD_HASH_COST must be <= 17/)
+  for (const ENVIRONMENT of ['production', 'staging', 'local']) {
+    t.throws(() => loadConfig({ ...prod, ENVIRONMENT, PASSWORD_HASH_COST: '14' }), /PASSWORD_HASH_COST below 15 is for ENVIRONMENT=test only/, `14 refused in ${ENVIRONMENT}`)
+  }
+  t.equal(loadConfig({ ENVIRONMENT: 'test', PASSWORD_HASH_COST: '10' }).PASSWORD_HASH_COST, 10, 'a test run may hash cheaply')
+  t.throws(() => loadConfig({ ENVIRONMENT: 'test', PASSWORD_HASH_COST: '9' }), /PASSWORD_HASH_COST must be >= 10/)
+})
+
 t.test('production needs TLS files or a trusted proxy', async (t) => {
   t.throws(() => loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET }), /TLS_CERT_FILE|TRUST_PROXY/)
   t.ok(loadConfig({ ENVIRONMENT: 'production', JWT_SECRET: SECRET, TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k' }).production)

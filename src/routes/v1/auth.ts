@@ -55,7 +55,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
         errors: [{ in: 'body', field: '', rule: 'required', message: 'is required' }]
       })
     }
-    const user = await checkCredentials(fastify.db, body.username, body.password)
+    const user = await checkCredentials(fastify.db, body.username, body.password, fastify.config.PASSWORD_HASH_COST)
     // RFC 6749 §5.1: token responses must not be cached.
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken(user))
   })

@@ -24,7 +24,7 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: ref(MyProfile), ...errorResponses('ValidationFailed', 'InvalidUserData', 'Conflict') }
     }
   }, async (request, reply) => {
-    const profile = await signUp(fastify.db, request.body, fastify.emailVerification)
+    const profile = await signUp(fastify.db, request.body, fastify.emailVerification, fastify.config.PASSWORD_HASH_COST)
     return created(reply, `/v1/profiles/${profile.id}`, profile)
   })
 

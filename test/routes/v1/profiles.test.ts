@@ -38,7 +38,7 @@ t.test('POST /v1/profiles signs up: 201, Location, the private profile, no passw
   t.notOk(/password|hash/.test(res.body), 'no password data')
 
   const user = await app.db.selectFrom('user').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow()
-  t.match(user.password_hash, /^scrypt\$/, 'the password is stored hashed')
+  t.match(user.password_hash, /^scrypt\$1024\$8\$1\$/, 'the password is stored hashed, at the configured cost (2^10 here)')
   t.notOk(user.password_hash.includes('correct horse'))
 
   const read = await app.inject({ method: 'GET', url: res.headers.location as string })
