@@ -21,7 +21,7 @@ import { sql } from '../src/db/kysely.js'
 import pg from 'pg'
 import { createDb } from '../src/db/dialect.js'
 import { SEED_PASSWORD } from '../scripts/seed.js'
-import { cpuMs, freePort, machineTicks, npmStartArgs, rssBytes, stolenShare } from '../scripts/proc.js'
+import { cpuMs, cpuMsByCommand, freePort, machineTicks, npmStartArgs, rssBytes, stolenShare } from '../scripts/proc.js'
 import { withLockWaits, type LockWaits } from './lock-waits.js'
 
 interface Result {
@@ -93,6 +93,8 @@ const wanted = (name: string) => GROUPS.includes(name)
 interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }
 /** each server's process by its URL: a target's CPU time is read from the processes it loads */
 const pidOf = new Map<string, number>()
+/** the servers on PostgreSQL: their targets also read PostgreSQL's CPU time */
+const onPostgres = new Set<string>()
 
 /** Spawns a server and waits until it answers; readyMs is spawn → first answer. */
 async function start (name: string, args: string[], extraEnv: Record<string, string>, probe = '/health', cwd = ROOT): Promise<Server> {
@@ -118,6 +120,7 @@ async function start (name: string, args: string[], extraEnv: Record<string, str
   const readyMs = Number(process.hrtime.bigint() - started) / 1e6
   const url = `http://127.0.0.1:${port}`
   if (child.pid !== undefined) pidOf.set(url, child.pid)
+  if (extraEnv.DATABASE_URL?.startsWith('postgres')) onPostgres.add(url)
   return { name, port, child, readyMs, url }
 }
 
@@ -214,9 +217,17 @@ interface Target {
 /**
  * cpuUs: the CPU time (user and system, every thread) of the server processes loaded, per request
  * answered: what a request costs the server, whatever else the machine is doing, where req/s also
- * moves with the neighbours. Node's processes only: PostgreSQL's own work is not in it.
+ * moves with the neighbours. Node's processes only. pgCpuUs: PostgreSQL's own, every `postgres`
+ * process (the backends, and the lock-wait sampler's while a write target runs), per request.
  */
-interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: LockWaits, stolen?: number }
+interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, pgCpuUs?: number, locks?: LockWaits, stolen?: number }
+
+/** PostgreSQL's CPU milliseconds since `before` (a backend that started meanwhile counts from 0). */
+function postgresCpuMsSince (before: Map<number, number>): number {
+  let total = 0
+  for (const [pid, ms] of cpuMsByCommand('postgres')) total += ms - (before.get(pid) ?? 0)
+  return total
+}
 
 /** The CPU milliseconds used so far by the processes behind these URLs; undefined without /proc. */
 function serversCpuMs (urls: string[]): number | undefined {
@@ -233,6 +244,7 @@ function serversCpuMs (urls: string[]): number | undefined {
 async function cannon (target: Target, duration: number, seed: number): Promise<Sample> {
   const connections = target.connections ?? CONNECTIONS
   const cpuBefore = serversCpuMs(target.urls)
+  const pgBefore = target.urls.some(u => onPostgres.has(u)) ? cpuMsByCommand('postgres') : undefined
   const machineBefore = machineTicks()
   const load = () => Promise.all(target.urls.map(async (url, i) => {
     const random = prng(seed * 31 + i)
@@ -253,9 +265,11 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
   const [results, locks] = target.locksOf ? await withLockWaits(target.locksOf, load) : [await load(), undefined]
   const total = results.reduce((n, r) => n + r.requests.total, 0) || 1
   const cpuAfter = serversCpuMs(target.urls)
+  const pgMs = pgBefore && pgBefore.size > 0 ? postgresCpuMsSince(pgBefore) : undefined
   const stolen = stolenShare(machineBefore, machineTicks())
   return {
     ...(cpuBefore !== undefined && cpuAfter !== undefined ? { cpuUs: (cpuAfter - cpuBefore) * 1000 / total } : {}),
+    ...(pgMs !== undefined ? { pgCpuUs: pgMs * 1000 / total } : {}),
     ...(stolen !== undefined ? { stolen } : {}),
     reqs: results.reduce((n, r) => n + r.requests.average, 0),
     // several servers: p50 weighted by the requests each answered, p99 the worst
@@ -286,7 +300,7 @@ const median = (values: number[]) => {
 }
 
 interface GroupResult {
-  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
+  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, pgCpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
   ratios: Record<string, { reqs: number, p50: number, cpu?: number, rounds: { reqs: number[], p50: number[], cpu?: number[] } }>
   /** the share of the machine's CPU time the hypervisor gave to other guests while the group ran (0..1) */
@@ -307,7 +321,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
-      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.stolen === undefined ? '' : `, ${percent(sample.stolen)} % stolen`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
+      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.pgCpuUs === undefined ? '' : ` (PostgreSQL ${sample.pgCpuUs.toFixed(1)} µs)`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.stolen === undefined ? '' : `, ${percent(sample.stolen)} % stolen`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
     }
   }
   const result: GroupResult = { targets: {}, ratios: {} }
@@ -316,6 +330,7 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     result.targets[target.name] = {
       reqs: median(samples.map(s => s.reqs)), p50: median(samples.map(s => s.p50)), p99: median(samples.map(s => s.p99)),
       ...(samples.every(s => s.cpuUs !== undefined) ? { cpuUs: median(samples.map(s => s.cpuUs!)) } : {}),
+      ...(samples.every(s => s.pgCpuUs !== undefined) ? { pgCpuUs: median(samples.map(s => s.pgCpuUs!)) } : {}),
       ...(samples.every(s => s.locks !== undefined)
         ? { locks: { active: median(samples.map(s => s.locks!.active)), waiting: median(samples.map(s => s.locks!.waiting)), waitedShare: median(samples.map(s => s.locks!.waitedShare)), on: waitsOn(samples.map(s => s.locks!)) } }
         : {}),
@@ -463,21 +478,26 @@ async function hideNewerMigrations (url: string): Promise<void> {
 }
 
 /**
- * The minimal server's own database has Roja's tables, indexes and rows but none of Roja's
- * triggers (counters, versions): what a hand-written server writes is the post and its tags.
+ * The baselines' own database has Roja's tables, indexes and rows, and of Roja's triggers only the
+ * post counter's: their lists read its totals, so their writes keep it right as Roja's do. Gone
+ * are the rest (data versions for Roja's list cache), which a server without that cache would not
+ * write. PostgreSQL's counter triggers are statement triggers, SQLite's row triggers.
  */
 async function dropTriggers (url: string): Promise<string[]> {
   const db = createDb(url)
+  const kept = (name: string) => name.startsWith('post_counter')
   try {
     if (url.startsWith('postgres')) {
       const { rows } = await sql<{ name: string, table: string }>`select t.tgname as name, c.relname as table
         from pg_trigger t join pg_class c on c.oid = t.tgrelid where not t.tgisinternal`.execute(db)
-      for (const r of rows) await sql.raw(`drop trigger "${r.name}" on "${r.table}"`).execute(db)
-      return rows.map(r => r.name)
+      const dropped = rows.filter(r => !kept(r.name))
+      for (const r of dropped) await sql.raw(`drop trigger "${r.name}" on "${r.table}"`).execute(db)
+      return dropped.map(r => r.name)
     }
     const { rows } = await sql<{ name: string }>`select name from sqlite_master where type = 'trigger'`.execute(db)
-    for (const r of rows) await sql.raw(`drop trigger "${r.name}"`).execute(db)
-    return rows.map(r => r.name)
+    const dropped = rows.filter(r => !kept(r.name))
+    for (const r of dropped) await sql.raw(`drop trigger "${r.name}"`).execute(db)
+    return dropped.map(r => r.name)
   } finally {
     await db.destroy()
   }
@@ -760,15 +780,15 @@ const STOLEN_WARN = 0.05
 
 function table (dialect: string, r: any): string {
   const lines = [`\n${dialect}: medians of ${RUNS} round(s) × ${DURATION} s, ${CONNECTIONS} connections unless named`]
-  const row = (cells: string[]) => lines.push(cells.map((c, i) => (i === 0 ? c.padEnd(34) : c.padStart(i === 5 ? 12 : 9))).join(''))
-  row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'cpu µs/req'])
+  const row = (cells: string[]) => lines.push(cells.map((c, i) => (i === 0 ? c.padEnd(34) : c.padStart(i >= 5 ? 12 : 9))).join(''))
+  row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'cpu µs/req', 'pg µs/req'])
   for (const [name, g] of Object.entries(r) as Array<[string, any]>) {
     if (g.error) { lines.push(`-- ${name}: FAILED: ${g.error}`); continue }
     if (g.skipped) { lines.push(`-- ${name}: skipped (${g.skipped})`); continue }
     if (!g.targets) continue
     lines.push(`-- ${name}`)
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) {
-      row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1)])
+      row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1), s.pgCpuUs === undefined ? '-' : s.pgCpuUs.toFixed(1)])
     }
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`)

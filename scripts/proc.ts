@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http'
 import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
@@ -118,6 +118,21 @@ export function cpuMs (pid: number): number | undefined {
   } catch {
     return undefined
   }
+}
+
+/** The CPU milliseconds of every process whose command is `command` (PostgreSQL's: `postgres`), by PID; empty without /proc. */
+export function cpuMsByCommand (command: string): Map<number, number> {
+  const found = new Map<number, number>()
+  let pids: string[] = []
+  try { pids = readdirSync('/proc').filter(name => /^\d+$/.test(name)) } catch {}
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== command) continue
+    } catch { continue }
+    const ms = cpuMs(Number(pid))
+    if (ms !== undefined) found.set(Number(pid), ms)
+  }
+  return found
 }
 
 /** The whole machine's CPU time so far, in ticks, and the part of it the hypervisor gave to other guests. */

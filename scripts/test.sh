@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# npm test [-- files...]: build dist/ (once, for every test that runs the built server), then three
-# tap runs side by side, the type-check beside them: the database-blind files once, and every other
-# file on SQLite and on PostgreSQL (when TEST_DATABASE_URL is set; ROJA_TEST_DIALECT=sqlite or
+# npm test [-- files...]: three tap runs side by side, the type-check beside them: the
+# database-blind files once (after building dist/, which they run), and every other file on SQLite
+# and on PostgreSQL (when TEST_DATABASE_URL is set; ROJA_TEST_DIALECT=sqlite or
 # postgres runs that database alone). Every run happens even when another fails, so one CI run shows
 # every failure.
 # After each run, every log its apps wrote is searched for every secret they issued
@@ -58,14 +58,7 @@ tap_built () {
     process.exit((await TapConfig.load()).pluginSignature === signature ? 0 : 1)" 2>/dev/null || "$tap" build
 }
 
-# Before any test: dist/, built the way npm start builds it (prestart: only what changed), so the
-# tests that run `npm start` find it done and never build at the same time; and tap's own build.
-built=$(mktemp)
-npm run --silent prestart > "$built" 2>&1 & build=$!
-tap_built >> "$built" 2>&1 || { cat "$built"; echo "tap build failed"; exit 1; }
-wait $build || { cat "$built"; echo "the build failed"; exit 1; }
-rm -f "$built"
-echo "== time: build: $SECONDS s"
+tap_built > /dev/null 2>&1 || { "$tap" build; echo "tap build failed"; exit 1; }
 
 # The type-check runs beside the tests (which tsx runs without it), and fails npm test after them.
 # TEST_TYPECHECK=0 leaves it out (CI runs it earlier, while better-sqlite3 compiles).
@@ -96,10 +89,22 @@ run () {
   return $status
 }
 
+# The database-blind files are the ones that run the built server: first dist/, built the way
+# npm start builds it (prestart: only what changed), so those tests find it done and never build at
+# the same time. The database runs start meanwhile.
+built_then_once () {
+  local log=$1 from=$SECONDS; shift
+  if ! npm run --silent prestart > "$log" 2>&1; then echo "the build (npm run prestart) failed" >> "$log"; return 1; fi
+  local took=$((SECONDS - from))
+  run once "once, on no particular database" none "$log" "$@"; local status=$?
+  echo "== time: build before them: $took s" >> "$log"
+  return $status
+}
+
 # The runs side by side, each printed whole once it is done.
 pids=() logs=()
 if [ ${#once[@]} -gt 0 ]; then
-  logs+=("$(mktemp)"); run once "once, on no particular database" none "${logs[-1]}" "${once[@]}" & pids+=($!)
+  logs+=("$(mktemp)"); built_then_once "${logs[-1]}" "${once[@]}" & pids+=($!)
 fi
 if [ ${#each[@]} -gt 0 ]; then
   for d in "${dialects[@]}"; do

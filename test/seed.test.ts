@@ -6,11 +6,11 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { createDb } from '../src/db/dialect.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { seed } from '../scripts/seed.js'
+import { main, seed } from '../scripts/seed.js'
 
 const run = promisify(execFile)
 
-t.test('npm run seed: progress without a terminal, then accounts ready to sign in with', async (t) => {
+t.test('npm run seed, a process of its own: progress without a terminal, then accounts ready to sign in with', async (t) => {
   const dir = `/tmp/roja-seed-${randomBytes(6).toString('hex')}`
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const res = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--posts', '300', '--users', '12'], {
@@ -27,10 +27,15 @@ t.test('npm run seed: progress without a terminal, then accounts ready to sign i
   t.teardown(() => db.destroy())
   const rows = await db.selectFrom('user').select(['username', 'is_creator']).where('username', 'in', [creator!, reader!]).execute()
   t.same(rows.map(r => [r.username, Boolean(r.is_creator)]).sort(), [[creator, true], [reader, false]].sort(), 'the accounts exist as described')
-  const bad = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--posts', 'many']).catch(e => e)
-  t.equal(bad.code, 2, 'bad usage exits 2')
-  const help = await run(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--help'])
-  t.match(help.stdout, /usage: npm run seed -- --posts <n>/)
+})
+
+t.test('npm run seed: usage (the same main(), in this process)', async (t) => {
+  const printed = t.capture(console, 'log')
+  const refused = t.capture(console, 'error')
+  t.equal(await main(['--posts', 'many']), 2, 'bad usage exits 2')
+  t.match(refused().map(c => c.args.join(' ')).join('\n'), /usage: npm run seed -- --posts <n>/, 'and says how to call it')
+  t.equal(await main(['--help']), 0)
+  t.match(printed().map(c => c.args.join(' ')).join('\n'), /usage: npm run seed -- --posts <n>/)
 })
 
 t.test('the seeder prints a progress line every few seconds when not on a terminal', async (t) => {

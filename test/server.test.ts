@@ -11,6 +11,8 @@ import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog } from './log-capture.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
+// what npm start runs, as npm test builds it before any test
+const SERVER = 'dist/server.js'
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
 const START_DEADLINE_MS = 120_000
 
@@ -47,7 +49,7 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   const dataDir = mkdtempSync(join(tmpdir(), 'roja-server-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [SERVER], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
@@ -97,9 +99,9 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   t.notMatch(output.text, /killed by timeout/)
 })
 
-/** Starts the server from source with `env` and returns its exit code and output once it stops. */
+/** Starts the built server with `env` and returns its exit code and output once it stops. */
 async function startFailure (env: Record<string, string>): Promise<{ code: number | null, output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [SERVER], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe']
   })
   const output = collectOutput(child)
