@@ -8,6 +8,9 @@ import envSchema from 'env-schema'
 import fp from 'fastify-plugin'
 import { ipv6Groups, mask } from './client-identity.js'
 
+/** scrypt N = 2^15, the OWASP minimum: the default, and the least any environment but test takes. */
+const PRODUCTION_HASH_COST = 15
+
 /** Every setting Roja reads, with its default. The Config type derives from it. */
 export const EnvSchema = Type.Object({
   ENVIRONMENT: Type.Union([Type.Literal('local'), Type.Literal('staging'), Type.Literal('production'), Type.Literal('test')], { default: 'local' }),
@@ -31,8 +34,8 @@ export const EnvSchema = Type.Object({
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
   // Every limit counts an IPv6 client by its network of this many bits (plugins/client-identity.ts).
   RATE_LIMIT_IPV6_PREFIX: Type.Integer({ minimum: 32, maximum: 128, default: 64 }),
-  // scrypt's N = 2^this for new passwords; below 15 (the OWASP minimum) with ENVIRONMENT=test only
-  PASSWORD_HASH_COST: Type.Integer({ minimum: 10, maximum: 17, default: 15 }),
+  // scrypt's N = 2^this for new passwords; below the default with ENVIRONMENT=test only
+  PASSWORD_HASH_COST: Type.Integer({ minimum: 10, maximum: 17, default: PRODUCTION_HASH_COST }),
   MAIL_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 10 }),
   MAIL_RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 hour' }),
   REDIS_URL: Type.Optional(Type.String({ format: 'url', pattern: '^rediss?://' })),
@@ -132,7 +135,9 @@ function crossChecks (env: Record<string, unknown>): string[] {
   if (production && secretBytes === 0) issues.push('JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
   if (secretBytes > 0 && secretBytes < 32) issues.push('JWT_SECRET must be at least 32 bytes')
   if (production && !env.TLS_CERT_FILE && !env.TRUST_PROXY) issues.push('production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
-  if (env.ENVIRONMENT !== 'test' && Number(env.PASSWORD_HASH_COST ?? 15) < 15) issues.push('PASSWORD_HASH_COST below 15 is for ENVIRONMENT=test only (scrypt N=2^15 is the OWASP minimum)')
+  if (env.ENVIRONMENT !== 'test' && Number(env.PASSWORD_HASH_COST ?? PRODUCTION_HASH_COST) < PRODUCTION_HASH_COST) {
+    issues.push(`PASSWORD_HASH_COST below ${PRODUCTION_HASH_COST} is for ENVIRONMENT=test only (scrypt N=2^${PRODUCTION_HASH_COST} is the OWASP minimum)`)
+  }
   if (Boolean(env.TLS_CERT_FILE) !== Boolean(env.TLS_KEY_FILE)) issues.push('TLS_CERT_FILE and TLS_KEY_FILE go together')
   if (Number(env.SHUTDOWN_DRAIN_MS) >= Number(env.SHUTDOWN_GRACE_MS)) issues.push('SHUTDOWN_DRAIN_MS must be shorter than SHUTDOWN_GRACE_MS')
   if (Number(env.HEADERS_TIMEOUT_MS) > Number(env.REQUEST_TIMEOUT_MS)) issues.push('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')

@@ -20,12 +20,13 @@ const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptO
 export const DEFAULT_HASH_COST = 15
 const R = 8
 const KEYLEN = 32
-const options = (N: number, r = R): ScryptOptions => ({ N, r, p: 1, maxmem: 256 * N * r })
+// Twice what cost 17 (the setting's highest, plugins/config.ts) needs: a stored hash asking more fails, it allocates nothing.
+const MAXMEM = 2 * 128 * 2 ** 17 * R
 
 /** `scrypt$N$r$p$salt$hash`, all base64url. */
 export async function hashPassword (password: string, cost = DEFAULT_HASH_COST): Promise<string> {
   const salt = randomBytes(16)
-  const key = await scrypt(password, salt, KEYLEN, options(2 ** cost))
+  const key = await scrypt(password, salt, KEYLEN, { N: 2 ** cost, r: R, p: 1, maxmem: MAXMEM })
   return ['scrypt', 2 ** cost, R, 1, salt.toString('base64url'), key.toString('base64url')].join('$')
 }
 
@@ -33,7 +34,7 @@ export async function verifyPassword (password: string, stored: string): Promise
   const [kind, n, r, p, salt, hash] = stored.split('$')
   if (kind !== 'scrypt') return false
   const expected = Buffer.from(hash, 'base64url')
-  const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, { ...options(Number(n), Number(r)), p: Number(p) })
+  const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: MAXMEM })
   return timingSafeEqual(key, expected)
 }
 
