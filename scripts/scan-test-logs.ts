@@ -15,8 +15,11 @@ t.test('the logs of the whole suite hold no secret it issued', async (t) => {
   const scan = scanDir(dir, [{ text: TEST_SECRET, what: 'the JWT secret' }])
   const searched = `${scan.lines} lines (${(scan.bytes / 1e6).toFixed(1)} MB) in ${scan.files} log files searched for ${scan.secrets} issued secrets, their signatures, JWT-shaped strings and the JWT secret in ${Date.now() - started} ms`
   t.comment(searched)
-  // a scan of nothing would pass: the recording itself must have worked
-  t.ok(scan.lines > 0, 'the test apps logged')
-  t.ok(scan.secrets > 0, 'secrets were recorded')
+  // A scan of nothing would pass: after a whole run the recording itself must have worked. A run of
+  // chosen files (npm test -- file) may start no app at all.
+  if (process.env.ROJA_TEST_WHOLE_RUN === '1') {
+    t.ok(scan.lines > 0, 'the test apps logged')
+    t.ok(scan.secrets > 0, 'secrets were recorded')
+  }
   t.same(scan.hits.map(h => `${h.file}:${h.line}: ${h.what}`), [], searched)
 })

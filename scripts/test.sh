@@ -36,7 +36,8 @@ blind () {
 jobs=${TEST_JOBS:-2}
 tap=node_modules/.bin/tap
 
-if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test -name '*.test.ts' | sort); fi
+# a whole run's log scans also check that the apps logged and secrets were recorded
+if [ $# -gt 0 ]; then files=("$@"); whole=0; else mapfile -t files < <(find test -name '*.test.ts' | sort); whole=1; fi
 once=() each=()
 for f in "${files[@]}"; do
   if blind "$f"; then once+=("$f"); else each+=("$f"); fi
@@ -58,7 +59,9 @@ tap_built () {
     process.exit((await TapConfig.load()).pluginSignature === signature ? 0 : 1)" 2>/dev/null || "$tap" build
 }
 
-tap_built > /dev/null 2>&1 || { "$tap" build; echo "tap build failed"; exit 1; }
+built=$(mktemp)
+tap_built > "$built" 2>&1 || { cat "$built"; echo "tap build failed"; exit 1; }
+rm -f "$built"
 
 # The type-check runs beside the tests (which tsx runs without it), and fails npm test after them.
 # TEST_TYPECHECK=0 leaves it out (CI runs it earlier, while better-sqlite3 compiles).
@@ -80,7 +83,7 @@ run () {
     ROJA_TEST_LOG_DIR=$dir ROJA_TEST_DIALECT=$dialect "$tap" --jobs="$jobs" "$@" || status=1
     local ran=$((SECONDS - from))
     echo "== secrets in the logs of the tests $label ($dir)"
-    if ROJA_TEST_LOG_DIR=$dir "$tap" scripts/scan-test-logs.ts; then rm -rf "$dir"; else status=1; echo "logs kept in $dir"; fi
+    if ROJA_TEST_LOG_DIR=$dir ROJA_TEST_WHOLE_RUN=$whole "$tap" scripts/scan-test-logs.ts; then rm -rf "$dir"; else status=1; echo "logs kept in $dir"; fi
     # CPU of the run's own processes (not of the database server), as the shell's children count it
     times > "$dir.times"  # in this shell: a $(...) would count the children of its own
     local cpu; cpu=$(tail -1 "$dir.times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'); rm -f "$dir.times"
