@@ -1,11 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
+import { ROOT } from '../src/package-info.js'
 
 // The layering, checked over the import graph (README, Architecture): schemas/ imports nothing of
 // ours; plugins/ only schemas/ and itself; src/domain only schemas/, src/db/ and itself; nothing
 // imports scripts/, bench/ or test/.
-const root = new URL('..', import.meta.url).pathname
+const root = `${ROOT}/`
 
 function files (dir: string): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })

@@ -2,13 +2,15 @@ import { readFileSync } from 'node:fs'
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
 import { build, json } from './helper.js'
+import { join } from 'node:path'
+import { ROOT } from '../src/package-info.js'
 
 // Every operation the exported documents mark as needing a token (security without the anonymous `{}`).
 const UUID = '00000000-0000-4000-8000-000000000000'
 function authenticatedOperations () {
   const ops: Array<{ method: InjectOptions['method'], url: string, id: string }> = []
   for (const version of ['v1', 'v2']) {
-    const doc = JSON.parse(readFileSync(new URL(`../openapi/${version}.json`, import.meta.url), 'utf8'))
+    const doc = JSON.parse(readFileSync(join(ROOT, 'openapi', `${version}.json`), 'utf8'))
     for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         const security: Array<Record<string, unknown>> | undefined = op.security

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * The build compiles only what the server runs: the files `tsc -p tsconfig.build.json` takes
@@ -10,7 +11,6 @@ import t from 'tap'
  * reach through their imports, and no tooling (convention checker, seeder, migration script,
  * benchmarks, soak, tests).
  */
-const ROOT = resolve(import.meta.dirname, '..')
 const run = promisify(execFile)
 
 /** The project's own source files reachable from `entries` by relative imports (type-only ones too: tsc emits them). */

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { asciiOnly, writeBundle } from '../scripts/bundle.js'
@@ -10,6 +10,7 @@ import { freePort } from '../scripts/proc.js'
 import { PG_URL } from './helper.js'
 import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog, recordSecret } from './log-capture.js'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here from the
@@ -17,7 +18,6 @@ import { keepLog, recordSecret } from './log-capture.js'
  * on each database in one go (npm test runs this file once): SQLite, and PostgreSQL when
  * TEST_DATABASE_URL is set, as the suite runs on it then.
  */
-const ROOT = resolve(import.meta.dirname, '..')
 const OUT = join(ROOT, 'dist', `bundle-test-${randomBytes(4).toString('hex')}`)
 t.teardown(() => rmSync(OUT, { recursive: true, force: true }))
 const bundled = writeBundle(OUT, join(ROOT, 'src', 'server.ts'))

@@ -1,16 +1,16 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join, posix, resolve, sep } from 'node:path'
+import { join, posix, sep } from 'node:path'
 import { lexer, type Token, type Tokens } from 'marked'
 import t from 'tap'
 import { EnvSchema } from '../plugins/config.js'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * The Markdown files as GitHub renders them (GFM, lexed by marked): a table that a blank line
  * cut in two, a setting or command listed twice, a link to nothing, or an `npm run` of a script
  * that does not exist is a failure naming every file:line. No database.
  */
-const ROOT = resolve(import.meta.dirname, '..')
 
 export interface Doc { path: string, text: string }
 export interface Repo {

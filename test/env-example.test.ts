@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { EnvSchema, loadConfig } from '../plugins/config.js'
+import { join } from 'node:path'
+import { ROOT } from '../src/package-info.js'
 
 // .env.example is a newcomer's reference: it names every setting the schema reads, once, with
 // the schema's own default, and copying it unchanged to .env changes nothing.
-const text = readFileSync(new URL('../.env.example', import.meta.url), 'utf8')
+const text = readFileSync(join(ROOT, '.env.example'), 'utf8')
 const entries = [...text.matchAll(/^# ([A-Z][A-Z0-9_]+)=(.*)$/gm)].map(m => ({ name: m[1], value: m[2] }))
 
 t.test('.env.example lists every setting once, and nothing else', async (t) => {

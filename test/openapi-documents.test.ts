@@ -11,12 +11,14 @@ import { supportedMimeTypes } from 'file-type'
 import t from 'tap'
 import { MEDIA_BYTE_TYPES } from '../schemas/media.js'
 import { isActiveContent } from '../src/domain/media.js'
+import { join } from 'node:path'
+import { ROOT } from '../src/package-info.js'
 
 type Doc = Record<string, any>
 /** The members of an OpenAPI document (not schema keywords). */
 const DOCUMENT_MEMBERS = ['openapi', 'info', 'servers', 'tags', 'paths', 'components', 'security', 'webhooks', 'externalDocs', 'jsonSchemaDialect']
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']
-const load = (version: string): Doc => JSON.parse(readFileSync(new URL(`../openapi/${version}.json`, import.meta.url), 'utf8'))
+const load = (version: string): Doc => JSON.parse(readFileSync(join(ROOT, 'openapi', `${version}.json`), 'utf8'))
 
 /** Every schema of a document with a JSON pointer to it, and every example with the schema it illustrates. */
 function walk (doc: Doc) {

@@ -2,12 +2,13 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
 import { collectOutput, type Output, waitForOutput } from './child-output.js'
 import { keepLog, recordIssued } from './log-capture.js'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * The newcomer's path, taken from the README itself: the server started exactly as Quick start
@@ -17,7 +18,6 @@ import { keepLog, recordIssued } from './log-capture.js'
  * a server of its own and starts the same script without building again (npm's --ignore-scripts
  * skips prestart only).
  */
-const ROOT = resolve(import.meta.dirname, '..')
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 // The first start may compile the whole server on a busy machine: a deadline, not a measurement.
 const START_DEADLINE_MS = 240_000

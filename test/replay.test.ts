@@ -16,6 +16,8 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
 import { createCreator, createUser, PASSWORD, verificationToken, type TestUser } from './fixtures.js'
 import { build } from './helper.js'
+import { join } from 'node:path'
+import { ROOT } from '../src/package-info.js'
 
 type Doc = Record<string, any>
 /** The members of an OpenAPI document (not schema keywords). */
@@ -29,7 +31,7 @@ const CONTRACT_HEADERS = ['etag', 'location', 'link', 'retry-after', 'deprecatio
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
 const BOUNDARY = '----roja-replay-boundary'
 const MISSING = '0b9c7c36-5d3c-4f7e-9a55-2a0d8f6b1c42'
-const load = (version: string): Doc => JSON.parse(readFileSync(new URL(`../openapi/${version}.json`, import.meta.url), 'utf8'))
+const load = (version: string): Doc => JSON.parse(readFileSync(join(ROOT, 'openapi', `${version}.json`), 'utf8'))
 
 class Recorder {
   readonly exchanges: Exchange[] = []

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process'
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
@@ -13,9 +13,9 @@ import { generateSdk } from '../scripts/sdk.js'
 import { grantCreator } from '../src/domain/users.js'
 import { build } from './helper.js'
 import { verifyEmail } from './fixtures.js'
+import { ROOT } from '../src/package-info.js'
 
 type SdkFlow = (t: Test, baseUrl: string, makeCreator: (username: string) => Promise<void>) => Promise<void>
-const ROOT = resolve(import.meta.dirname, '..')
 const run = promisify(execFile)
 
 // Under client/ (git-ignored there): the flow's imports of tap and Node's types resolve from the repository.

@@ -3,14 +3,14 @@ import { once } from 'node:events'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { freePort } from '../scripts/proc.js'
 import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog } from './log-capture.js'
+import { ROOT } from '../src/package-info.js'
 
-const ROOT = resolve(import.meta.dirname, '..')
 // what npm start runs, as npm test builds it before any test
 const SERVER = 'dist/server.js'
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.

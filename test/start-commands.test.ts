@@ -2,18 +2,18 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
 import { freePort, listening } from '../scripts/proc.js'
 import { collectOutput, waitForOutput } from './child-output.js'
 import { keepLog } from './log-capture.js'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * `npm run dev`, stopped the way an IDE or a process manager stops it: SIGTERM to the PID it
  * started (npm's), not to the whole group. Nothing of it may stay behind: no process of its group,
  * nothing listening. (`npm start` is held by test/readme.test.ts, `npm run fleet` by the fleet test.)
  */
-const ROOT = resolve(import.meta.dirname, '..')
 const START_DEADLINE_MS = 120_000
 
 function groupAlive (pgid: number): boolean {

@@ -5,6 +5,7 @@ import t from 'tap'
 import configPlugin, { ConfigError, loadConfig } from '../../plugins/config.js'
 import { testConfig, whileMigrating } from '../helper.js'
 import { keepLog } from '../log-capture.js'
+import { ROOT } from '../../src/package-info.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
 
@@ -213,7 +214,7 @@ t.test('the plugin alone decorates a bare Fastify with the config', async (t) =>
 t.test('the server process refuses to start in production without JWT_SECRET, naming it', async (t) => {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1', PORT: '0', DATA_DIR: '/tmp/roja-config-test' }
   // the built server npm start runs (npm test builds it first)
-  const child = spawn(process.execPath, ['dist/server.js'], { cwd: resolve(import.meta.dirname, '../..'), env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['dist/server.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', (c) => { output += String(c) })
   child.stderr.on('data', (c) => { output += String(c) })

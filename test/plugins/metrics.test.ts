@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Type } from '../../schemas/typebox.js'
 import type { FastifyInstance } from 'fastify'
 import { sql } from '../../src/db/kysely.js'
@@ -10,6 +11,7 @@ import { enqueueEmail } from '../../src/domain/outbox.js'
 import { createUser } from '../fixtures.js'
 import { build, dialect, freshDatabase, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 import { metricSamples as samples } from '../../scripts/proc.js'
+import { ROOT } from '../../src/package-info.js'
 
 const ID = '3b241101-e2bb-4255-8caf-4136c566a962'
 // prom-client's own gauges whose names end in _total; promtool flags them, nothing else may be flagged.
@@ -419,7 +421,7 @@ t.test('every series the alert rules and the Grafana dashboard use is one /metri
     type === 'histogram' ? [name, `${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]))
   families.add('up') // Prometheus' own, per scrape target
   for (const file of ['ops/prometheus/alerts.yml', 'ops/grafana/roja.json']) {
-    const used = new Set(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').match(/\b(up|roja_\w+|http_request_\w+|nodejs_\w+|process_\w+)(?=\{|\[|\)| )/g))
+    const used = new Set(readFileSync(join(ROOT, file), 'utf8').match(/\b(up|roja_\w+|http_request_\w+|nodejs_\w+|process_\w+)(?=\{|\[|\)| )/g))
     t.ok(used.size > 5, `${file} uses ${used.size} series`)
     // The pool exists on PostgreSQL only
     const missing = [...used].filter(name => !families.has(name) && !(dialect === 'sqlite' && name.startsWith('roja_db_pool_')))
