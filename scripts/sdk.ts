@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * The second generated client: an SDK built by @hey-api/openapi-ts from the committed documents.
@@ -8,7 +9,6 @@ import { pathToFileURL } from 'node:url'
  * test/sdk.test.ts generates it afresh for each run, and `npm run client:sdk` writes it
  * to client/sdk/<version>/, which client/.gitignore keeps out of the repository.
  */
-const ROOT = resolve(import.meta.dirname, '..')
 export const SDK_VERSIONS = ['v1', 'v2'] as const
 
 /** Generates the SDK of one document version into `out` (created, or replaced). */

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
+import { tsImport } from 'tsx/esm/api'
 import { generateSdk } from '../scripts/sdk.js'
 import { grantCreator } from '../src/domain/users.js'
 import { build } from './helper.js'
@@ -37,8 +38,9 @@ t.test('the @hey-api/openapi-ts SDK drives sign-up, tokens, drafts, conditional 
   const app = await build(t, { database: { url: 'sqlite::memory:' } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
-  // loaded from the folder, not imported: the repository's type-check must not reach the generated code
-  const { sdkFlow } = await import(pathToFileURL(join(dir, 'sdk-flow.ts')).href) as { sdkFlow: SdkFlow }
+  // loaded from the folder, not imported: the repository's type-check must not reach the generated
+  // code. TypeScript, so through tsx whether this file runs through it or transpiled.
+  const { sdkFlow } = await tsImport(pathToFileURL(join(dir, 'sdk-flow.ts')).href, import.meta.url) as { sdkFlow: SdkFlow }
   await sdkFlow(t, `http://127.0.0.1:${port}`, async (username) => {
     await grantCreator(app.db, username)
     // The flow uploads too, which needs a verified address: the user opens the link sign-up mailed.
