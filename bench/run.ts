@@ -172,9 +172,11 @@ function buildBefore (rev: string): void {
   buildIn(BEFORE_DIR)
 }
 
-/** `npm run build` in `dir`, except that tsc's output is used even when a file has type errors. */
+/** `npm run build` in `dir`; a commit that built with tsc first has tsc's output used even with type errors. */
 function buildIn (dir: string): void {
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' })
+  if (existsSync(join(dir, 'tsconfig.build.json'))) {
+    spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' })
+  }
   // since the start-up bundle, npm start runs dist/server.js (commits before it: dist/src/server.js)
   if (existsSync(join(dir, 'scripts', 'bundle.ts'))) {
     const bundled = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bundle.ts'], { cwd: dir, stdio: 'inherit' })
@@ -812,7 +814,7 @@ async function main () {
   mkdirSync(CACHE, { recursive: true })
   console.error(`groups: ${GROUPS.join(', ')}`)
   if (BUILT && env.BENCH_BUILD !== 'dist') {
-    // npm start's own build: tsc -b rebuilds only what changed, then the bundle
+    // npm start's own build: the bundle
     console.error('building (npm run prestart)')
     if (spawnSync('npm', ['run', '--silent', 'prestart'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('the build (npm run prestart) failed')
   }

@@ -13,8 +13,8 @@ import { keepLog, recordSecret } from './log-capture.js'
 import { ROOT } from '../src/package-info.js'
 
 /**
- * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here from the
- * sources as `npm run build` builds it (writeBundle), under dist/ (the server finds package.json above it), and run
+ * `npm start` runs the server bundled into one file (scripts/bundle.ts). Built here as
+ * `npm run build` builds it (writeBundle), under dist/ (the server finds package.json above it), and run
  * on each database in one go (npm test runs this file once): SQLite, and PostgreSQL when
  * TEST_DATABASE_URL is set, as the suite runs on it then.
  */
@@ -43,6 +43,10 @@ t.test('the bundle inlines what it can: no package that finds files by __dirname
   t.same(main.filter(p => WHEN_USED.test(p)), [], 'the main file imports no package the code loads only when used')
   t.notOk(main.some(p => p === 'kysely' || p === 'fastify' || p.startsWith('@sinclair/typebox')), 'Kysely, Fastify and TypeBox are inside the bundle')
   t.ok(text('server.js').includes('__require("pino")'), 'pino stays a package, required by Fastify (its transports start workers from files beside it)')
+  // esbuild marks each module's code with its path: the server's own modules come from src/, plugins/ and schemas/ only
+  const own = [...files.flatMap(f => text(f).match(/^\/\/ [\w.-]+\/\S+\.ts$/gm) ?? [])].map(line => line.slice(3))
+  t.same(own.filter(path => !/^(src|plugins|schemas)\//.test(path)), [], `none of its ${own.length} own modules is tooling (scripts/, test/, bench/)`)
+  t.ok(own.includes('src/db/migrations/2026_11_21_0001_initial.ts'), 'the migrations are in it')
   const tracing = files.find(f => f.startsWith('tracing-'))
   t.ok(tracing, 'tracing is a chunk of its own')
   t.ok(staticImports(tracing!).some(p => p.startsWith('@opentelemetry/')), 'the tracing chunk is where OpenTelemetry is imported')

@@ -40,7 +40,7 @@ process.on('SIGTERM', () => { void stop('SIGTERM') })
 const parent = process.ppid
 setInterval(() => { if (process.ppid !== parent) void stop('parent process gone') }, 500).unref()
 
-// `npm start`'s own build (its prestart): tsc -b and the bundle rewrite only what changed, so a
+// `npm start`'s own build (its prestart): the bundle, rewritten only where it changed, so a
 // current dist/ is reused. Run here rather than by `npm run build && …` in package.json: then
 // npm's signals reach this process itself.
 if (runtime === 'dist') {
