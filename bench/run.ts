@@ -67,7 +67,7 @@ const BEFORE = env.BENCH_BEFORE
 const BEFORE_DIR = join(ROOT, 'bench', '.tmp', 'before')
 // the same-SQL server beside the like-for-like one: a limit, without a verdict (left out by --quick)
 const LIMITS = !QUICK
-// Built JavaScript like `npm start`; the smoke runs the TypeScript through tsx (no build step in CI's two minutes).
+// Built JavaScript like `npm start`; the smoke runs the TypeScript through tsx unless told (CI: dist).
 // BENCH_BUILD=dist: the existing dist/ as it is (repeated runs).
 const BUILT = env.BENCH_BUILD ? env.BENCH_BUILD !== '0' : !SMOKE
 const RUN_ID = randomBytes(3).toString('hex')

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
+import { ROOT } from '../src/package-info.js'
 
 /**
  * `npm start` runs one file, dist/server.js: src/server.ts bundled with its dependencies by esbuild,
@@ -21,10 +22,14 @@ export const EXTERNAL = [
   'nodemailer', 'ioredis', 'file-type', '@fastify/otel', '@opentelemetry/*'
 ]
 
-/** Options shared by `npm run build` and test/bundle.test.ts. */
-export function bundleOptions (outdir: string, entry = 'src/server.ts') {
-  return {
-    entryPoints: { server: entry },
+/**
+ * Builds the bundle into `outdir` (`npm run build` and test/bundle.test.ts). Writes only what
+ * changed (each file renamed into place whole), so a server starting meanwhile never reads a
+ * half-written bundle; the last bundle's other files go.
+ */
+export async function writeBundle (outdir: string): Promise<void> {
+  const { outputFiles } = await build({
+    entryPoints: { server: join(ROOT, 'src', 'server.ts') },
     outdir,
     bundle: true,
     // what is imported only when used (tracing) stays a chunk of its own, loaded then
@@ -35,17 +40,9 @@ export function bundleOptions (outdir: string, entry = 'src/server.ts') {
     external: EXTERNAL,
     // CommonJS dependencies call require(); an ES module has none of its own.
     banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
-    logLevel: 'warning'
-  } as const
-}
-
-/**
- * Builds the bundle into `outdir`. Writes only what changed (each file renamed into
- * place whole), so a server starting meanwhile never reads a half-written bundle; the last
- * bundle's other files go.
- */
-export async function writeBundle (outdir: string, entry?: string): Promise<void> {
-  const { outputFiles } = await build({ ...bundleOptions(outdir, entry), write: false })
+    logLevel: 'warning',
+    write: false
+  })
   mkdirSync(outdir, { recursive: true })
   const current = new Set(outputFiles.map(f => basename(f.path)))
   for (const file of readdirSync(outdir)) if (file.endsWith('.js') && !current.has(file)) rmSync(join(outdir, file))

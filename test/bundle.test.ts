@@ -20,7 +20,7 @@ import { ROOT } from '../src/package-info.js'
  */
 const OUT = join(ROOT, 'dist', `bundle-test-${randomBytes(4).toString('hex')}`)
 t.teardown(() => rmSync(OUT, { recursive: true, force: true }))
-const bundled = writeBundle(OUT, join(ROOT, 'src', 'server.ts'))
+const bundled = writeBundle(OUT)
 
 /** The packages a bundle file imports at its top, each by its name (`node:` built-ins left out). */
 function staticImports (file: string): string[] {
