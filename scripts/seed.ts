@@ -15,6 +15,8 @@ import { hashPassword } from '../src/domain/passwords.js'
  */
 export interface SeedOptions {
   posts: number
+  /** scrypt cost of the seeded users' password hash (npm run seed: PASSWORD_HASH_COST) */
+  hashCost: number
   /** default: one user per 50 posts, at least 10 */
   users?: number
   /** no progress output at all (tests) */
@@ -73,7 +75,7 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
   const run = randomBytes(3).toString('hex') // usernames of one run never clash with another's
   const userCount = opts.users ?? Math.max(10, Math.ceil(opts.posts / 50))
   const now = Date.now()
-  const passwordHash = await hashPassword(SEED_PASSWORD)
+  const passwordHash = await hashPassword(SEED_PASSWORD, opts.hashCost)
 
   const bar = opts.quiet ? undefined : progress(opts.progress ?? process.stderr, opts.progressEveryMs ?? 5000)
 
@@ -172,7 +174,7 @@ function cap (word: string): string {
 }
 
 /** `--posts N [--users M]`; undefined when the arguments are not that. */
-export function parseSeedArgs (args: string[]): SeedOptions | undefined {
+export function parseSeedArgs (args: string[]): Omit<SeedOptions, 'hashCost'> | undefined {
   const opts: Partial<SeedOptions> = {}
   for (let i = 0; i < args.length; i += 2) {
     const value = Number(args[i + 1])
@@ -195,8 +197,8 @@ export async function main (argv: string[]): Promise<number> {
   if (argv.some(a => a === '--help' || a === '-h')) { console.log(USAGE); return 0 }
   const opts = parseSeedArgs(argv)
   if (!opts) { console.error(USAGE); return 2 }
-  return onConfiguredDatabase(async (db) => {
-    const done = await seed(db, opts)
+  return onConfiguredDatabase(async (db, config) => {
+    const done = await seed(db, { ...opts, hashCost: config.PASSWORD_HASH_COST })
     return [
       `seeded ${done.users} users (${done.creators} creators) and ${done.posts} posts with ${done.tags} tags`,
       `every seeded user's password: ${done.password}`,

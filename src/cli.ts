@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url'
-import { ConfigError, loadConfig } from '../plugins/config.js'
+import { ConfigError, loadConfig, type Config } from '../plugins/config.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
@@ -83,7 +83,7 @@ export async function main (argv: string[]): Promise<number> {
  * Runs `work` on the migrated database of DATABASE_URL (.env read) and prints what it answers:
  * 0 done, 1 a bad configuration or a failure (unknown user …), printed as one line.
  */
-export async function onConfiguredDatabase (work: (db: Db) => Promise<string>): Promise<number> {
+export async function onConfiguredDatabase (work: (db: Db, config: Config) => Promise<string>): Promise<number> {
   let config
   try {
     config = loadConfig(process.env, { dotenv: true })
@@ -94,7 +94,7 @@ export async function onConfiguredDatabase (work: (db: Db) => Promise<string>): 
   const db = createDb(config.databaseUrl)
   try {
     await migrateToLatest(db)
-    console.log(await work(db))
+    console.log(await work(db, config))
     return 0
   } catch (err) {
     console.error(`error: ${(err as Error).message}`)

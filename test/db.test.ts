@@ -12,7 +12,7 @@ import { migrateToLatest, migrations } from '../src/db/migrate.js'
 import { formatDateTime, formatNullableDateTime, isLenientDateTime, isoFromUtcTimestampText, parseDateTimeInput, toDate } from '../src/db/date-time-format.js'
 import { clockIso, writeTimeIso } from '../src/db/clock.js'
 import { createAjv } from '../src/options.js'
-import { dialect, freshDatabase, whileMigrating } from './helper.js'
+import { dialect, freshDatabase, testConfig, whileMigrating } from './helper.js'
 
 /** A migrated database of this run's dialect, destroyed at teardown; `log` sees every query. */
 async function openDb (t: Test, { migrate = true, log }: { migrate?: boolean, log?: DbOptions['log'] } = {}): Promise<Db> {
@@ -455,7 +455,7 @@ t.test('the date format takes years 0001 to 9999 and real days only', async (t) 
 
 t.test('post lists: a deep page (read by keys) is the page a direct read gives, in each sort', async (t) => {
   const db = await openDb(t)
-  await seed(db, { posts: 260, quiet: true })
+  await seed(db, { posts: 260, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
   const now = clockIso()
   for (const [sort, order] of [[undefined, [['sort_at', 'desc'], ['id', 'desc']]], ['title', [['title', 'asc'], ['id', 'asc']]], ['-created_at', [['created_at', 'desc'], ['id', 'desc']]]] as const) {
     for (const offset of [0, 99, 100, 101, 180]) {
@@ -480,7 +480,7 @@ async function planOf (db: Db, query: CompiledQuery): Promise<string> {
 t.test('public post lists read post_sort_at_idx from now plus the slack down, and keep a post another clock wrote up to that far ahead', async (t) => {
   const captured: CompiledQuery[] = []
   const db = await openDb(t, { log: (event) => { captured.push(event.query) } })
-  await seed(db, { posts: 60, quiet: true })
+  await seed(db, { posts: 60, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
   const [post] = (await listPosts(db, { limit: 1, offset: 10 })).posts
   const ahead = (ms: number) => db.updateTable('post').set({ sort_at: new Date(Date.now() + ms).toISOString() }).where('id', '=', post.id).execute()
 

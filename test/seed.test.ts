@@ -47,7 +47,7 @@ t.test('the seeder prints a progress line every few seconds when not on a termin
   const lines: string[] = []
   const out = new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } })
   // every 0 ms: each batch (1000 posts) is a line; at the default the interval is 5 s
-  await seed(db, { posts: 3000, users: 10, progress: out, progressEveryMs: 0 })
+  await seed(db, { posts: 3000, users: 10, progress: out, progressEveryMs: 0, hashCost: 10 })
   const posts = lines.filter(l => l.startsWith('posts:'))
   t.same(posts, ['posts: 0/3000 (0 %)\n', 'posts: 1000/3000 (33 %)\n', 'posts: 2000/3000 (66 %)\n', 'posts: 3000/3000 (100 %)\n'])
 })

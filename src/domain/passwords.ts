@@ -17,14 +17,13 @@ const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptO
  * (PASSWORD_HASH_COST). The parameters travel with each hash, so any stored hash verifies whatever
  * the setting is now; a new cost applies to passwords set from then on.
  */
-export const DEFAULT_HASH_COST = 15
 const R = 8
 const KEYLEN = 32
 // Twice what cost 17 (the setting's highest, plugins/config.ts) needs: a stored hash asking more fails, it allocates nothing.
 const MAXMEM = 2 * 128 * 2 ** 17 * R
 
 /** `scrypt$N$r$p$salt$hash`, all base64url. */
-export async function hashPassword (password: string, cost = DEFAULT_HASH_COST): Promise<string> {
+export async function hashPassword (password: string, cost: number): Promise<string> {
   const salt = randomBytes(16)
   const key = await scrypt(password, salt, KEYLEN, { N: 2 ** cost, r: R, p: 1, maxmem: MAXMEM })
   return ['scrypt', 2 ** cost, R, 1, salt.toString('base64url'), key.toString('base64url')].join('$')
@@ -39,4 +38,4 @@ export async function verifyPassword (password: string, stored: string): Promise
 }
 
 /** A hash at this cost that matches no password, so an unknown username costs what a wrong password does. */
-export const dummyHash = (cost = DEFAULT_HASH_COST) => `scrypt$${2 ** cost}$${R}$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`
+export const dummyHash = (cost: number) => `scrypt$${2 ** cost}$${R}$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`

@@ -117,7 +117,7 @@ t.test('filtered lists still count what they match', async (t) => {
 t.test('the seeder keeps the counter right', async (t) => {
   const app = await build(t)
   await createUser(app)
-  const result = await seed(app.db, { posts: 500, users: 20, quiet: true })
+  const result = await seed(app.db, { posts: 500, users: 20, quiet: true, hashCost: app.config.PASSWORD_HASH_COST })
   t.equal(result.posts, 500)
   const { counter, truth } = await counterAndTruth(app)
   t.same(counter, truth, 'the counter equals a full count after seeding')
