@@ -22,6 +22,9 @@ export const EXTERNAL = [
   'nodemailer', 'ioredis', 'file-type', '@fastify/otel', '@opentelemetry/*'
 ]
 
+/** CommonJS dependencies call require(); an ES module has none of its own. */
+export const REQUIRE_BANNER = "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);"
+
 /**
  * Builds the bundle into `outdir` (`npm run build` and test/bundle.test.ts). Writes only what
  * changed (each file renamed into place whole), so a server starting meanwhile never reads a
@@ -38,8 +41,7 @@ export async function writeBundle (outdir: string): Promise<void> {
     format: 'esm',
     target: 'node20',
     external: EXTERNAL,
-    // CommonJS dependencies call require(); an ES module has none of its own.
-    banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
+    banner: { js: REQUIRE_BANNER },
     logLevel: 'warning',
     write: false
   })

@@ -88,15 +88,14 @@ built=$(mktemp)
 tap_built > "$built" 2>&1 || { cat "$built"; echo "tap build failed"; exit 1; }
 rm -f "$built"
 
-# tap runs the tests as JavaScript that esbuild transpiles into .tap/js (in under a second), with
-# taprc there: package.json's settings without tsx. A test process then loads no TypeScript loader,
-# a second and more of CPU each (docs/development.md). `npx tap test/x.test.ts` still runs one
-# file through tsx.
+# tap runs the tests as JavaScript that esbuild bundles into .tap/js (a second or two): each test
+# file with the app and its dependencies, in shared chunks (scripts/bundle-tests.ts), and taprc
+# there: package.json's settings without tsx. A test process then loads no TypeScript loader and a
+# few modules instead of about 1 100, each of which tap's module hook passes to a thread of its own
+# on Node 20 (docs/development.md). `npx tap test/x.test.ts` still runs one file through tsx.
 JS=.tap/js
 rm -rf "$JS"
-mapfile -t sources < <(find src plugins schemas test scripts -name '*.ts' ! -name '*.d.ts')
-node_modules/.bin/esbuild "${sources[@]}" --outdir="$JS" --outbase=. --format=esm --platform=node \
-  --target=node20 --sourcemap=inline --log-level=warning || { echo "transpiling the tests failed"; exit 1; }
+node --import tsx scripts/bundle-tests.ts "$JS" "${files[@]}" scripts/scan-test-logs.ts || { echo "bundling the tests failed"; exit 1; }
 printf 'extends: ../../package.json\nnode-arg: []\n' > "$JS/taprc"
 export TAP_RCFILE=$PWD/$JS/taprc
 compiled () { local f; for f in "$@"; do echo "$JS/${f%.ts}.js"; done; }
