@@ -51,8 +51,9 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  // tap and the tools the tests run stay packages of their own
-  external: [...EXTERNAL, 'tap', '@tapjs/*', 'tsx', 'tsx/*', 'esbuild', 'typescript'],
+  // tap's own library is bundled too: a test of one assertion took 0.71 CPU-s against 1.49 with
+  // tap's modules loaded one by one. The tools the tests run stay packages of their own.
+  external: [...EXTERNAL, 'tsx', 'tsx/*', 'esbuild', 'typescript'],
   banner: { js: REQUIRE_BANNER },
   // tap runs tests with --enable-source-maps: stacks name the TypeScript files
   sourcemap: 'linked',
