@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { build } from 'esbuild'
+import { build, type BuildOptions } from 'esbuild'
 import { ROOT } from '../src/package-info.js'
 
 /**
@@ -12,7 +12,7 @@ import { ROOT } from '../src/package-info.js'
  *
  * What stays a package of its own, loaded from node_modules as before:
  */
-export const EXTERNAL = [
+const EXTERNAL = [
   // native addons, and the drivers dialect.ts requires only for their database
   'better-sqlite3', 'pg', 'pg-native',
   // packages that find files beside their own code (`__dirname`): pino's transport workers,
@@ -22,8 +22,19 @@ export const EXTERNAL = [
   'nodemailer', 'ioredis', 'file-type', '@fastify/otel', '@opentelemetry/*'
 ]
 
-/** CommonJS dependencies call require(); an ES module has none of its own. */
-export const REQUIRE_BANNER = "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);"
+/** How the server is bundled, and the test files with it (scripts/bundle-tests.ts). */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  // what is imported only when used (tracing) stays a chunk of its own, loaded then
+  splitting: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external: EXTERNAL,
+  // CommonJS dependencies call require(); an ES module has none of its own.
+  banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
+  logLevel: 'warning'
+} satisfies BuildOptions
 
 /**
  * Builds the bundle into `outdir` (`npm run build` and test/bundle.test.ts). Writes only what
@@ -31,20 +42,7 @@ export const REQUIRE_BANNER = "import { createRequire as createRequireForBundle 
  * half-written bundle; the last bundle's other files go.
  */
 export async function writeBundle (outdir: string): Promise<void> {
-  const { outputFiles } = await build({
-    entryPoints: { server: join(ROOT, 'src', 'server.ts') },
-    outdir,
-    bundle: true,
-    // what is imported only when used (tracing) stays a chunk of its own, loaded then
-    splitting: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    external: EXTERNAL,
-    banner: { js: REQUIRE_BANNER },
-    logLevel: 'warning',
-    write: false
-  })
+  const { outputFiles } = await build({ ...BUNDLE_OPTIONS, entryPoints: { server: join(ROOT, 'src', 'server.ts') }, outdir, write: false })
   mkdirSync(outdir, { recursive: true })
   const current = new Set(outputFiles.map(f => basename(f.path)))
   for (const file of readdirSync(outdir)) if (file.endsWith('.js') && !current.has(file)) rmSync(join(outdir, file))

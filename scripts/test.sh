@@ -100,7 +100,7 @@ printf 'extends: ../../package.json\nnode-arg: []\n' > "$JS/taprc"
 export TAP_RCFILE=$PWD/$JS/taprc
 compiled () { local f; for f in "$@"; do echo "$JS/${f%.ts}.js"; done; }
 
-# The type-check runs beside the tests (transpiled without it), and fails npm test after them.
+# The type-check runs beside the tests (bundled without it), and fails npm test after them.
 # TEST_TYPECHECK=0 leaves it out (CI runs it earlier, while better-sqlite3 compiles).
 checked=$(mktemp)
 from=$SECONDS
