@@ -111,8 +111,6 @@ const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "pos
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
 const FROM = `from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
 const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
-// SQLite prepares a statement again on every run when its LIMIT is a bare bound parameter; written `+?` (as Roja writes it) it stays prepared
-const LIMIT = postgres ? 'limit ? offset ?' : 'limit +? offset ?'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
 const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "tags", "media_url", "published_at",
@@ -147,7 +145,7 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
     params.push(...tags, tags.length)
   }
   const filter = where.length ? `where ${where.join(' and ')}` : ''
-  const limit = Number(q.limit ?? 10)
+  const limit = Math.min(100, Math.max(1, Math.trunc(Number(q.limit ?? 10)) || 10))
   const offset = Number(q.offset ?? 0)
   let total: Promise<Row[]>
   if (creatorId === undefined && q.tags === undefined && !unpublished) {
@@ -157,12 +155,15 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   } else {
     total = db.all(`select count(*) as "total" from "post" ${filter}`, params)
   }
-  // Roja's plan: a deep page of the public lists takes its keys from the post table alone (the rows
-  // an offset skips stay in the index), then those posts with their joins; other pages read directly.
-  const page = offset >= 100 && creatorId === undefined
-    ? `select ${COLUMNS} ${FROM} where "post"."id" in (select "post"."id" from "post" ${filter} ${SORT} ${LIMIT}) ${SORT}`
+  // Roja's plan: a page of the public lists takes its keys from the post table alone (the rows an
+  // offset skips stay in the index), then joins those posts; on SQLite only from offset 100, as
+  // shallower pages read directly for less. The size is written in (one statement per size): SQLite
+  // would prepare a statement with a bound LIMIT again on every run, PostgreSQL keeps a generic plan.
+  const LIMIT = `limit ${limit} offset ?`
+  const page = creatorId === undefined && (postgres || offset >= 100)
+    ? `select ${COLUMNS} ${FROM} inner join (select "post"."id" as "page_key" from "post" ${filter} ${SORT} ${LIMIT}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
     : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
-  const [rows, [count]] = await Promise.all([db.all(page, [...params, limit, offset]), total])
+  const [rows, [count]] = await Promise.all([db.all(page, [...params, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }
 }
 

@@ -172,27 +172,6 @@ t.test('timestamps written as ISO text read back to the output format on both di
 })
 
 if (dialect === 'sqlite') {
-  // A bare `limit ?` makes SQLite prepare the statement again on every run; `limit +?` is the same
-  // number, read at run time. Why: docs/decisions/0003-sqlite-driver.md
-  t.test('SQLite gets every LIMIT as an expression, and it limits as a bound LIMIT does', async (t) => {
-    const db = await openDb(t)
-    for (let i = 0; i < 5; i++) await insertUser(db, `l${i}`, { is_active: true, is_creator: false })
-    const page = (limit: number, offset = 0) => db.selectFrom('user').select('id').orderBy('id').limit(limit).offset(offset)
-    t.match(page(3).compile().sql, /limit \+\? offset \?$/, 'compiled as limit +?')
-    const ids = async (limit: number, offset = 0) => (await page(limit, offset).execute()).map(r => r.id)
-    t.same(await ids(0), [], 'limit 0: no rows')
-    t.same(await ids(1), ['l0'], 'limit 1: one row')
-    t.same(await ids(4), ['l0', 'l1', 'l2', 'l3'], 'limit 4 of 5')
-    t.same(await ids(5), ['l0', 'l1', 'l2', 'l3', 'l4'], 'limit 5 of 5')
-    t.same(await ids(6), ['l0', 'l1', 'l2', 'l3', 'l4'], 'limit past the end')
-    t.same(await ids(2, 3), ['l3', 'l4'], 'with an offset')
-    t.same(await ids(-1), ['l0', 'l1', 'l2', 'l3', 'l4'], 'a negative limit is no limit, as SQLite reads a bound one')
-    await t.rejects(page(1.5).execute(), /datatype mismatch/, 'a fraction is refused, as SQLite refuses a bound one')
-    const inSubquery = await db.selectFrom('user').select('id')
-      .where('id', 'in', eb => eb.selectFrom('user').select('id').orderBy('id', 'desc').limit(2)).orderBy('id').execute()
-    t.same(inSubquery.map(r => r.id), ['l3', 'l4'], 'a LIMIT inside a subquery')
-  })
-
   // The one connection is handed from holder to waiter: a query that came later must never run
   // inside another's transaction, and a failed query must still hand it on.
   t.test('SQLite: queries wait out a transaction on the one connection, then run in the order they came', async (t) => {
@@ -467,6 +446,47 @@ t.test('post lists: a deep page (read by keys) is the page a direct read gives, 
     }
   }
 })
+
+t.test('a list page writes its size into the statement and binds its offset: one statement per size', async (t) => {
+  const captured: CompiledQuery[] = []
+  const db = await openDb(t, { log: (event) => { captured.push(event.query) } })
+  await seed(db, { posts: 200, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
+  const pageStatement = async (limit: number, offset: number) => {
+    captured.length = 0
+    const { posts } = await listPosts(db, { limit, offset })
+    return { count: posts.length, query: captured.find(q => /order by "post"."sort_at" desc/.test(q.sql))! }
+  }
+  for (const offset of [0, 150]) {
+    const seven = await pageStatement(7, offset)
+    t.match(seven.query.sql, /limit 7 offset (\?|\$\d+)/, `offset ${offset}: the size in the text, the offset bound`)
+    t.ok(seven.query.parameters.includes(offset) && !seven.query.parameters.includes(7), `offset ${offset}: the offset is a value, the size is not`)
+    t.equal(seven.count, 7, `offset ${offset}: seven posts`)
+    t.equal((await pageStatement(7, offset + 1)).query.sql, seven.query.sql, `offset ${offset}: the next offset runs the same statement`)
+    t.not((await pageStatement(8, offset)).query.sql, seven.query.sql, `offset ${offset}: another size is another statement`)
+  }
+  t.equal((await pageStatement(1, 0)).count, 1, 'the smallest size')
+  t.equal((await pageStatement(100, 0)).count, 100, 'the largest size')
+  const published = Number((await db.selectFrom('post').select(eb => eb.fn.countAll().as('n')).where('published_at', '<=', clockIso()).executeTakeFirstOrThrow()).n)
+  t.equal((await pageStatement(100, published - 3)).count, 3, 'the last page holds what is left')
+  t.equal((await pageStatement(10, published)).count, 0, 'past the end: no posts')
+})
+
+if (dialect === 'postgres') {
+  // Why: docs/decisions/0009-deep-pages-by-key.md
+  t.test('PostgreSQL: the public list\'s page runs on one generic plan, planned once for every offset', async (t) => {
+    const { url, schema } = await freshDatabase(t)
+    const db = createDb(url, { schema, poolSize: 1 }) // one connection: pg_prepared_statements is per session
+    t.teardown(() => db.destroy())
+    await whileMigrating(() => migrateToLatest(db))
+    await seed(db, { posts: 200, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
+    for (let page = 0; page < 10; page++) t.equal((await listPosts(db, { limit: 10, offset: page * 10 })).posts.length, 10, `page ${page + 1}`)
+    const { rows } = await sql<{ statement: string, generic_plans: string, custom_plans: string }>`select statement, generic_plans, custom_plans
+      from pg_prepared_statements where statement like '%"page"%'`.execute(db)
+    t.equal(rows.length, 1, 'one statement for ten offsets')
+    t.ok(Number(rows[0]?.generic_plans) >= 1, `runs on the generic plan (generic ${rows[0]?.generic_plans}, custom ${rows[0]?.custom_plans})`)
+    t.ok(Number(rows[0]?.custom_plans) <= 5, 'planned anew at most for the five runs PostgreSQL compares it with')
+  })
+}
 
 /** The plan of a captured statement, as text; PostgreSQL without sequential scans (a table this small would use one). */
 async function planOf (db: Db, query: CompiledQuery): Promise<string> {

@@ -4,8 +4,8 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  type CompiledQuery, type DatabaseConnection, type Driver, Kysely, type LimitNode, type LogConfig, type QueryResult,
-  type Transaction, PostgresAdapter, PostgresDialect, PostgresDriver, SqliteDialect, type SqliteDatabase, SqliteDriver, SqliteQueryCompiler
+  type CompiledQuery, type DatabaseConnection, type Driver, Kysely, type LogConfig, type QueryResult,
+  type Transaction, PostgresAdapter, PostgresDialect, PostgresDriver, SqliteDialect, type SqliteDatabase, SqliteDriver
 } from './kysely.js'
 import type { Database } from './schema.js'
 import { isoFromUtcTimestampText } from './date-time-format.js'
@@ -75,19 +75,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   return new Kysely<Database>({ dialect: new RojaSqliteDialect(database), log: opts.log })
 }
 
-/**
- * SQLite prepares a statement again whenever a bare `limit ?` is bound; `limit +?` is the same
- * number, so a cached page statement stays prepared.
- * Why: docs/decisions/0003-sqlite-driver.md
- */
-class LimitAsExpression extends SqliteQueryCompiler {
-  protected override visitLimit (node: LimitNode): void {
-    this.append('limit +')
-    this.visitNode(node.limit)
-  }
-}
-
-/** Kysely's SQLite dialect with Roja's LIMIT (above) and its driver and connection (below). */
+/** Kysely's SQLite dialect with Roja's driver and connection (below). */
 class RojaSqliteDialect extends SqliteDialect {
   constructor (private readonly database: SQLite.Database) {
     super({ database: database as unknown as SqliteDatabase }) // only createDriver below uses the database
@@ -95,10 +83,6 @@ class RojaSqliteDialect extends SqliteDialect {
 
   override createDriver (): Driver {
     return new SqliteQueueDriver(this.database)
-  }
-
-  override createQueryCompiler (): SqliteQueryCompiler {
-    return new LimitAsExpression()
   }
 }
 

@@ -1,6 +1,6 @@
 import { sql, type SelectQueryBuilder } from '../db/kysely.js'
 import { cachedStatementPerShape, type Values } from '../db/statement-cache.js'
-import type { Db, Executor } from '../db/dialect.js'
+import { isPostgres, type Db, type Executor } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { LIMIT_DEFAULT } from '../../schemas/common.js'
 import { AppError } from '../../schemas/problems.js'
@@ -74,9 +74,14 @@ export interface KeysFirst<V> {
   keys: (db: Db, values: V) => SelectQueryBuilder<Database, any, unknown>
   /** the select of the rows shown, joins included, without filters: the page adds the keys and the sort */
   rows: (db: Db) => SelectQueryBuilder<Database, any, unknown>
-  /** whether this page reads its keys first (a shallow page reads its rows directly, for less) */
-  readsKeysFirst: (values: V, page: Page) => boolean
+  /**
+   * whether this page reads its keys first (a shallow page reads its rows directly, for less);
+   * `postgres`: PostgreSQL keeps one generic plan for the keys-first page, where it plans the direct one anew on every run
+   */
+  readsKeysFirst: (values: V, page: Page, postgres: boolean) => boolean
 }
+
+interface PageShape { sort: SortKey[], byKeys: boolean, limit: number }
 
 export interface CompiledList<V extends Values, O> {
   /**
@@ -94,11 +99,14 @@ export interface CompiledList<V extends Values, O> {
  * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
-  const pageOf = cachedStatementPerShape((db, { sort, byKeys }: { sort: SortKey[], byKeys: boolean }, values: V & { limit: number, offset: number }) => {
-    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(values.limit).offset(values.offset)
-    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(keysFirst.key as never), sort).limit(values.limit).offset(values.offset)
-    return applySort(keysFirst.rows(db).where(keysFirst.key as never, 'in', keys), sort) as unknown as SelectQueryBuilder<Database, any, O>
-  }, ({ sort, byKeys }) => `${byKeys ? 'keys:' : ''}${sortKeyOf(sort)}`)
+  // The page size is written into the statement (one statement per size): PostgreSQL then keeps a
+  // generic plan for the keys-first page, and SQLite never prepares a page again for its bound limit.
+  const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit }: PageShape, values: V & { offset: number }) => {
+    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(sql.lit(limit)).offset(values.offset)
+    // named apart from every column, so the rows' sort never reads it
+    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(`${keysFirst.key} as page_key` as never), sort).limit(sql.lit(limit)).offset(values.offset)
+    return applySort(keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)), sort) as unknown as SelectQueryBuilder<Database, any, O>
+  }, ({ sort, byKeys, limit }) => `${byKeys ? 'keys:' : ''}${limit}:${sortKeyOf(sort)}`)
   const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>
     (keysFirst ? keysFirst.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
   const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
@@ -107,7 +115,7 @@ export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, key
     page: async (db, values, sort, page, total) => {
       const [rows, counted] = await Promise.all([
         // Object.assign, not a spread that gains keys (V8's slow path). Why: docs/decisions/0005-statement-shapes.md
-        pageOf(db, { sort, byKeys: keysFirst?.readsKeysFirst(values, page) ?? false }, Object.assign({}, values, { limit: page.limit, offset: page.offset })) as Promise<O[]>,
+        pageOf(db, { sort, byKeys: keysFirst?.readsKeysFirst(values, page, isPostgres(db)) ?? false, limit: page.limit }, Object.assign({}, values, { offset: page.offset })) as Promise<O[]>,
         total ? total() : count(db, values)
       ])
       return { rows, total: counted }

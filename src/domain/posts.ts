@@ -152,26 +152,27 @@ function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q
 }
 type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
-// Where reading keys first starts to pay on the public lists; a creator's own list stays cheaper read directly.
-// Why: docs/decisions/0009-deep-pages-by-key.md
+// Where reading keys first starts to pay on the public lists on SQLite (PostgreSQL: every page, for
+// its generic plan); a creator's own list stays cheaper read directly. Why: docs/decisions/0009-deep-pages-by-key.md
 const KEYS_FIRST_FROM = 100
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',
   keys: (db, v) => filterPosts(db.selectFrom('post'), v),
   rows: selectPosts,
-  readsKeysFirst: (v, page) => page.offset >= KEYS_FIRST_FROM && v.creatorId === undefined
+  readsKeysFirst: (v, page, postgres) => v.creatorId === undefined && (postgres || page.offset >= KEYS_FIRST_FROM)
 })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
 
 /** v2's page: the posts after a position, in the default order, one more than asked (is there a next page?). */
-const postsAfter = cachedStatementPerShape((db, _: undefined, v: PostFilterValues & { sortAt?: string, id?: string, limit: number }) => {
+const postsAfter = cachedStatementPerShape((db, limit: number, v: PostFilterValues & { sortAt?: string, id?: string }) => {
   let q = filterPosts(selectPosts(db).select('post.sort_at'), v)
   const { sortAt, id } = v
   if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
-  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(v.limit)
-})
+  // the size written into the statement, as compiledList's pages (src/domain/list.ts) write it
+  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(sql.lit(limit))
+}, String)
 
 /**
  * v2's keyset page of published posts in the default order (sort_at desc, id desc, on the
@@ -184,7 +185,7 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter(db, undefined, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id, limit: query.limit + 1 })),
+    postsAfter(db, query.limit + 1, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id })),
     counted()
   ])
   const more = rows.length > query.limit
