@@ -132,7 +132,8 @@ async function stop (server: Server): Promise<void> {
   const exited = new Promise(resolve => server.child.once('exit', resolve))
   stopping.add(server.child)
   server.child.kill('SIGTERM')
-  await Promise.race([exited, sleep(15_000)])
+  // unref'd: a pending grace period must not hold the harness open after its last server stopped
+  await Promise.race([exited, sleep(15_000, undefined, { ref: false })])
   if (server.child.exitCode === null) server.child.kill('SIGKILL')
 }
 
@@ -431,20 +432,20 @@ async function seedDatabase (label: string, url: string, posts: number): Promise
   return JSON.parse(out.trim().split('\n').at(-1)!)
 }
 
-/** A seeded database; the large one may be kept between runs (BENCH_REUSE=1). */
+/** A seeded database, kept between runs with BENCH_REUSE=1 (the small one is then copied per run: runs write into it). */
 async function prepare (dialect: string, name: string, posts: number): Promise<Database> {
-  const reuse = REUSE && name === 'large'
+  const reuse = REUSE
   const marker = join(CACHE, `${dialect}-${name}-${posts}.json`)
   let url: string
   let drop = async () => {}
   if (dialect === 'sqlite') {
-    const file = reuse ? join(CACHE, `large-${posts}.sqlite`) : join(TMP, `${name}.sqlite`)
+    const file = reuse ? join(CACHE, `${name}-${posts}.sqlite`) : join(TMP, `${name}.sqlite`)
     url = `sqlite:${file}`
     if (reuse && existsSync(marker) && existsSync(file)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
     for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
   } else {
     // A name of this run's own (other engineers may be running the benchmark on the same server); a kept one names its size.
-    const database = reuse ? `roja_bench_large_${posts}` : `roja_bench_${RUN_ID}_${name}`
+    const database = reuse ? `roja_bench_${name}_${posts}` : `roja_bench_${RUN_ID}_${name}`
     url = pgUrl(database)
     const exists = await pgAdmin(async c => (await c.query('select 1 from pg_database where datname = $1', [database])).rowCount! > 0)
     if (reuse && exists && existsSync(marker)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
@@ -681,9 +682,12 @@ async function benchDialect (dialect: string, dbs: Databases) {
       ], [[`first page at ${LARGE}`, `first page at ${SMALL}`], [`random page at ${LARGE}`, `random page at ${SMALL}`]]))
       await guarded('cursor', result, revive, async () => {
         let cursor: string | null = null
-        for (let page = 1; page < CURSOR_PAGE; page++) {
-          const got: { next_cursor: string | null } = await getJson(`${big.url}/v2/posts?limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        // to the end of page CURSOR_PAGE - 1 of ten, a hundred at a time: a cursor holds a position, not a page size
+        for (let walked = 0; walked < (CURSOR_PAGE - 1) * 10;) {
+          const limit = Math.min(100, (CURSOR_PAGE - 1) * 10 - walked)
+          const got: { next_cursor: string | null } = await getJson(`${big.url}/v2/posts?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
           cursor = got.next_cursor
+          walked += limit
         }
         const deep = `/v2/posts?limit=10&cursor=${encodeURIComponent(cursor ?? '')}`
         return group('cursor', [
@@ -842,7 +846,8 @@ async function main () {
   const needsLarge = wanted('size') || wanted('cursor')
   console.error('seeding')
   const prepared = await Promise.all(dialects.map(async (d): Promise<Databases> => {
-    const [small, large] = await Promise.all([needsSmall ? prepare(d, 'small', SMALL) : undefined, needsLarge ? prepare(d, 'large', LARGE) : undefined])
+    const [kept, large] = await Promise.all([needsSmall ? prepare(d, 'small', SMALL) : undefined, needsLarge ? prepare(d, 'large', LARGE) : undefined])
+    const small = kept && REUSE ? await copy(d, kept, 'small') : kept
     // Copies now, while nothing is connected (PostgreSQL copies only an idle template).
     const writes = wanted('writes') ? { roja: await copy(d, small!, 'writes_roja'), baseline: await copy(d, small!, 'writes_base') } : undefined
     if (writes) await dropTriggers(writes.baseline.url)

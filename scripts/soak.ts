@@ -251,7 +251,7 @@ async function sigterm (dialect: string, server: Instance, store: Store, s: Sess
   await sleep(1500)
   const t0 = Date.now()
   server.child!.kill('SIGTERM')
-  const exit = await Promise.race([server.exit!, sleep(GRACE_MS + 3000).then(() => undefined)])
+  const exit = await Promise.race([server.exit!, sleep(GRACE_MS + 3000, undefined, { ref: false }).then(() => undefined)])
   const exitMs = Date.now() - t0
   await sleep(300)
   await load.stop()

@@ -653,7 +653,7 @@ t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet run
 
   const signalledAt = Date.now()
   process.kill(npm.pid!, 'SIGTERM')
-  const exit = await Promise.race([npmExit, sleep(15_000).then(() => undefined)])
+  const exit = await Promise.race([npmExit, sleep(15_000, undefined, { ref: false }).then(() => undefined)])
   t.ok(exit, `npm exited (${JSON.stringify(exit)})`)
   // npm does not wait for its script once signalled: the fleet stops on its own, draining first
   while (Date.now() - signalledAt < 30_000 && ([...recorded].some(alive) || (await Promise.all(ports.map(listening))).some(Boolean))) await sleep(100)

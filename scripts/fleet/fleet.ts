@@ -73,7 +73,7 @@ export class Instance {
   async stop (graceMs = 15_000) {
     if (!this.running) return
     this.child!.kill('SIGTERM')
-    await Promise.race([this.exit, sleep(graceMs)])
+    await Promise.race([this.exit, sleep(graceMs, undefined, { ref: false })])
     if (this.running) this.child!.kill('SIGKILL')
     await this.exit
   }

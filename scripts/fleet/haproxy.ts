@@ -87,7 +87,7 @@ export async function startHAProxy (opts: { dir: string, port: number, backends:
     if (child.exitCode !== null || child.signalCode !== null) return
     // SIGUSR1: soft stop, the requests in flight finish; SIGTERM after a grace
     child.kill('SIGUSR1')
-    await Promise.race([exited, sleep(5000)])
+    await Promise.race([exited, sleep(5000, undefined, { ref: false })])
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
     await exited
   }
