@@ -99,8 +99,9 @@ export interface CompiledList<V extends Values, O> {
  * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
-  // The page size is written into the statement (one statement per size): PostgreSQL then keeps a
-  // generic plan for the keys-first page, and SQLite never prepares a page again for its bound limit.
+  // The page size is written into the statement (one per size): PostgreSQL keeps a generic plan for
+  // the keys-first page, and SQLite would prepare a page with a bound LIMIT again on every run.
+  // Why: docs/decisions/0009-deep-pages-by-key.md
   const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit }: PageShape, values: V & { offset: number }) => {
     if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(sql.lit(limit)).offset(values.offset)
     // named apart from every column, so the rows' sort never reads it
