@@ -390,3 +390,23 @@ t.test('POST /v1/posts with Idempotency-Key: replay, other body, concurrency', a
   await app.db.deleteFrom('post').where('slug', '=', 'once').execute()
   t.equal((await send('key-3', { title: 'Once', type: 'ARTICLE' })).statusCode, 201, '…so the same key may be retried')
 })
+
+// The key's hooks run after the route's own checks. Why: docs/decisions/0008-per-route-hooks.md
+t.test('POST /v1/posts: the Idempotency-Key is read only once the caller may create', async (t) => {
+  const app = await build(t)
+  const reader = await createUser(app)
+  const keys = async () => Number((await app.db.selectFrom('idempotency_key').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+  const send = (user: { headers: Record<string, string> }, key: string) =>
+    app.inject({ method: 'POST', url: '/v1/posts', headers: { ...user.headers, 'idempotency-key': key }, payload: { title: 'Kept', type: 'ARTICLE' } })
+
+  t.equal((await send(reader, 'not a key')).statusCode, 403, 'a non-creator with a malformed key: 403, not the key\'s 422')
+  t.equal((await send(reader, 'key-r')).statusCode, 403, 'a non-creator with a well-formed key: 403')
+  t.equal(await keys(), 0, 'no key was written for them')
+
+  const creator = await createCreator(app)
+  t.equal((await send(creator, 'not a key')).statusCode, 422, 'a creator with a malformed key: the key\'s 422')
+  t.equal((await send(creator, 'key-c')).statusCode, 201)
+  t.equal(await keys(), 1, 'the creator\'s key is stored')
+  await app.db.updateTable('user').set({ is_creator: false }).where('id', '=', creator.id).execute()
+  t.equal((await send(creator, 'key-c')).statusCode, 403, 'once no longer a creator, a stored key replays nothing: 403')
+})
