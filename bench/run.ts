@@ -434,26 +434,25 @@ async function seedDatabase (label: string, url: string, posts: number): Promise
 
 /** A seeded database, kept between runs with BENCH_REUSE=1 (the small one is then copied per run: runs write into it). */
 async function prepare (dialect: string, name: string, posts: number): Promise<Database> {
-  const reuse = REUSE
   const marker = join(CACHE, `${dialect}-${name}-${posts}.json`)
   let url: string
   let drop = async () => {}
   if (dialect === 'sqlite') {
-    const file = reuse ? join(CACHE, `${name}-${posts}.sqlite`) : join(TMP, `${name}.sqlite`)
+    const file = REUSE ? join(CACHE, `${name}-${posts}.sqlite`) : join(TMP, `${name}.sqlite`)
     url = `sqlite:${file}`
-    if (reuse && existsSync(marker) && existsSync(file)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
+    if (REUSE && existsSync(marker) && existsSync(file)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
     for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
   } else {
     // A name of this run's own (other engineers may be running the benchmark on the same server); a kept one names its size.
-    const database = reuse ? `roja_bench_${name}_${posts}` : `roja_bench_${RUN_ID}_${name}`
+    const database = REUSE ? `roja_bench_${name}_${posts}` : `roja_bench_${RUN_ID}_${name}`
     url = pgUrl(database)
     const exists = await pgAdmin(async c => (await c.query('select 1 from pg_database where datname = $1', [database])).rowCount! > 0)
-    if (reuse && exists && existsSync(marker)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
+    if (REUSE && exists && existsSync(marker)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
     await pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`); await c.query(`create database ${database}`) })
-    if (!reuse) drop = () => pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`) })
+    if (!REUSE) drop = () => pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`) })
   }
   const { creators } = await seedDatabase(`${dialect} ${name}`, url, posts)
-  if (reuse) writeFileSync(marker, JSON.stringify({ creators }))
+  if (REUSE) writeFileSync(marker, JSON.stringify({ creators }))
   return { url, creators, drop }
 }
 

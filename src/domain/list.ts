@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from '../db/kysely.js'
+import { sql, type RawBuilder, type SelectQueryBuilder } from '../db/kysely.js'
 import { cachedStatementPerShape, type Values } from '../db/statement-cache.js'
 import { isPostgres, type Db, type Executor } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
@@ -59,6 +59,16 @@ function applySort<DB, TB extends keyof DB, O> (query: SelectQueryBuilder<DB, TB
   return q
 }
 
+/**
+ * A page's size as a statement writes it: in the text, one statement per size (a cached shape's
+ * key must name the size). PostgreSQL keeps a generic plan for the keys-first page, and SQLite would
+ * prepare a page with a bound LIMIT again on every run. Why: docs/decisions/0009-deep-pages-by-key.md
+ */
+export function pageSize (limit: number): RawBuilder<number> {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`a page size is a whole number of rows, not ${limit}`) // the schemas bound it
+  return sql.lit(limit)
+}
+
 // any table set: the list's own select decides
 type Filtered<V, O> = (db: Db, values: V) => SelectQueryBuilder<Database, any, O>
 
@@ -99,13 +109,10 @@ export interface CompiledList<V extends Values, O> {
  * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
-  // The page size is written into the statement (one per size): PostgreSQL keeps a generic plan for
-  // the keys-first page, and SQLite would prepare a page with a bound LIMIT again on every run.
-  // Why: docs/decisions/0009-deep-pages-by-key.md
   const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit }: PageShape, values: V & { offset: number }) => {
-    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(sql.lit(limit)).offset(values.offset)
+    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(pageSize(limit)).offset(values.offset)
     // named apart from every column, so the rows' sort never reads it
-    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(`${keysFirst.key} as page_key` as never), sort).limit(sql.lit(limit)).offset(values.offset)
+    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(`${keysFirst.key} as page_key` as never), sort).limit(pageSize(limit)).offset(values.offset)
     return applySort(keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)), sort) as unknown as SelectQueryBuilder<Database, any, O>
   }, ({ sort, byKeys, limit }) => `${byKeys ? 'keys:' : ''}${limit}:${sortKeyOf(sort)}`)
   const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>

@@ -5,7 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
-import { compiledList, parseSort } from './list.js'
+import { compiledList, pageSize, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import type { Database, PostTable } from '../db/schema.js'
@@ -170,8 +170,7 @@ const postsAfter = cachedStatementPerShape((db, limit: number, v: PostFilterValu
   let q = filterPosts(selectPosts(db).select('post.sort_at'), v)
   const { sortAt, id } = v
   if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
-  // the size written into the statement, as compiledList's pages (src/domain/list.ts) write it
-  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(sql.lit(limit))
+  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(pageSize(limit))
 }, String)
 
 /**
