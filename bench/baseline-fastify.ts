@@ -17,8 +17,8 @@
  *
  * better-sqlite3 or pg by DATABASE_URL; JWT_SECRET as Roja's. Statements are prepared once per
  * connection as Roja's are (on PostgreSQL a named statement for each text that takes values). The
- * total of the unfiltered and type-filtered lists comes from post_counter when the schema has it
- * (the cheapest exact total the schema offers), else from count(*) like the other filters.
+ * total of the unfiltered and type-filtered lists comes from post_counter and post_schedule (the
+ * cheapest exact total the schema offers), the other filters' from count(*).
  */
 import { hash, randomUUID } from 'node:crypto'
 import cors from '@fastify/cors'
@@ -150,21 +150,31 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   let total: Promise<Row[]>
   if (creatorId === undefined && q.tags === undefined && !unpublished) {
     const ofType = q.type === undefined ? '' : 'and type = ?'
+    // Roja's: the slots, less the scheduled posts: from the index up to the day after tomorrow, from post_schedule beyond
+    const horizon = new Date(Math.floor(Date.parse(now) / 86_400_000) * 86_400_000 + 2 * 86_400_000).toISOString()
+    const day = horizon.slice(0, 10)
     total = db.all(`select coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
-      - (select count(*) from post where published_at > ? ${ofType}) as total`, q.type === undefined ? [now] : [q.type, now, q.type])
+      - (select count(*) from post where published_at > ? and published_at < ? ${ofType})
+      - coalesce((select sum(scheduled) from post_schedule where day >= ? ${ofType}), 0) as total`,
+    q.type === undefined ? [now, horizon, day] : [q.type, now, horizon, q.type, day, q.type])
   } else {
     total = db.all(`select count(*) as "total" from "post" ${filter}`, params)
   }
   // Roja's plan: a page of the public lists takes its keys from the post table alone (the rows an
   // offset skips stay in the index), then joins those posts; on SQLite only from offset 100, as
   // shallower pages read directly for less. The size is written in (one statement per size): SQLite
-  // would prepare a statement with a bound LIMIT again on every run, PostgreSQL keeps a generic plan.
+  // would prepare a statement with a bound LIMIT again on every run, PostgreSQL keeps a generic plan,
+  // and so the keys read are capped at the page's reach (its end's next power of two, at least 128).
   const LIMIT = `limit ${limit} offset ?`
   const page = creatorId === undefined && (postgres || offset >= 100)
-    ? `select ${COLUMNS} ${FROM} inner join (select "post"."id" as "page_key" from "post" ${filter} ${SORT} ${LIMIT}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
+    ? `select ${COLUMNS} ${FROM} inner join (select "capped"."page_key" from (select "post"."id" as "page_key", "post"."sort_at" as "sort_0", "post"."id" as "sort_1" from "post" ${filter} ${SORT} limit ${keysCap(offset, limit)}) as "capped" order by "capped"."sort_0" desc, "capped"."sort_1" desc ${LIMIT}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
     : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
   const [rows, [count]] = await Promise.all([db.all(page, [...params, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }
+}
+
+function keysCap (offset: number, limit: number): number {
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(128, 2 ** Math.ceil(Math.log2(offset + limit))))
 }
 
 /** RFC 8288 Link: next, prev and first, keeping the request's other parameters (as Roja's list convention). */

@@ -483,14 +483,15 @@ async function hideNewerMigrations (url: string): Promise<void> {
 }
 
 /**
- * The baselines' own database has Roja's tables, indexes and rows, and of Roja's triggers only the
- * post counter's: their lists read its totals, so their writes keep it right as Roja's do. Gone
+ * The baselines' own database has Roja's tables, indexes and rows, and of Roja's triggers only
+ * those of post_counter and post_schedule: their lists read the totals these keep, so their writes
+ * keep them right as Roja's do. Gone
  * are the rest (data versions for Roja's list cache), which a server without that cache would not
  * write. PostgreSQL's counter triggers are statement triggers, SQLite's row triggers.
  */
 async function dropTriggers (url: string): Promise<string[]> {
   const db = createDb(url)
-  const kept = (name: string) => name.startsWith('post_counter')
+  const kept = (name: string) => name.startsWith('post_counter') || name.startsWith('post_schedule')
   try {
     if (url.startsWith('postgres')) {
       const { rows } = await sql<{ name: string, table: string }>`select t.tgname as name, c.relname as table

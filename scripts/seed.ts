@@ -11,7 +11,7 @@ import { hashPassword } from '../src/domain/passwords.js'
  * Realistic data, quickly (`npm run seed -- --posts N [--users M]`): users with profiles, a
  * fifth of them creators, and posts spread over two years (mostly published, some drafts, a few
  * scheduled), with tags in post_tag and sort_at kept as the domain keeps it. Rows go in as
- * multi-row INSERTs, many per transaction. post_counter follows through its triggers.
+ * multi-row INSERTs, many per transaction. post_counter and post_schedule follow through their triggers.
  */
 export interface SeedOptions {
   posts: number

@@ -5,7 +5,7 @@ import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, PREPARED_STATEMENTS_MAX, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
 import { cachedStatement, cachedStatementPerShape } from '../src/db/statement-cache.js'
-import { compiledList } from '../src/domain/list.js'
+import { compiledList, keysCap } from '../src/domain/list.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
 import { seed } from '../scripts/seed.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
@@ -21,6 +21,16 @@ async function openDb (t: Test, { migrate = true, log }: { migrate?: boolean, lo
   t.teardown(() => db.destroy())
   if (migrate) await whileMigrating(() => migrateToLatest(db))
   return db
+}
+
+/** A fresh database of this run's dialect migrated up to `name` and no further, and its migrator. */
+async function migratedTo (t: Test, name: string): Promise<{ db: Db, migrator: Migrator, schema?: string }> {
+  const { url, schema } = await freshDatabase(t)
+  const db = createDb(url, { schema })
+  t.teardown(() => db.destroy())
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  t.error((await whileMigrating(() => migrator.migrateTo(name))).error, `migrated to ${name}`)
+  return { db, migrator, schema }
 }
 
 async function insertUser (db: Executor, id: string, flags: { is_active: boolean, is_creator: boolean }) {
@@ -44,12 +54,7 @@ t.test(`migrations apply on ${dialect} and a second run applies nothing`, async 
 })
 
 t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; down removes the column', async (t) => {
-  const { url, schema } = await freshDatabase(t)
-  const db = createDb(url, { schema })
-  t.teardown(() => db.destroy())
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
-  const before = await whileMigrating(() => migrator.migrateTo('2026_11_23_0100_token_generation'))
-  t.error(before.error)
+  const { db, migrator, schema } = await migratedTo(t, '2026_11_23_0100_token_generation')
   await insertUser(db, 'old', { is_active: true, is_creator: false })
   // PostgreSQL's introspection reads every schema, and other files' schemas have a migrated user table
   const userColumns = async () => (await db.introspection.getTables()).find(t => t.name === 'user' && t.schema === schema)!.columns.map(c => c.name)
@@ -68,6 +73,40 @@ t.test('2026_11_23_0200_email_verified_at: existing accounts start unverified; d
   t.error(down.error)
   t.notOk((await userColumns()).includes('email_verified_at'), 'down drops it')
   t.ok(await db.selectFrom('user').select('id').where('id', '=', 'old').executeTakeFirst(), 'and keeps the account')
+})
+
+t.test('2026_11_28_0001_post_schedule: posts already due on a later day are counted into their days; down drops the table', async (t) => {
+  const { db, migrator, schema } = await migratedTo(t, '2026_11_27_0200_media_upload')
+  await insertUser(db, 'c', { is_active: true, is_creator: true })
+  const day = 86_400_000
+  const today = Math.floor(Date.now() / day) * day
+  const written = writeTimeIso()
+  const post = (slug: string, type: 'ARTICLE' | 'COURSE', publishedAt: string | null) => ({
+    id: `00000000-0000-4000-8000-${slug.padStart(12, '0')}`, creator_id: 'c', type, slug, title: slug, body: '', tags: '[]',
+    media_url: null, published_at: publishedAt, created_at: written, updated_at: written, sort_at: written
+  })
+  await db.insertInto('post').values([
+    post('1', 'ARTICLE', written), post('2', 'ARTICLE', null), post('3', 'ARTICLE', new Date(today + day - 1).toISOString()),
+    post('4', 'ARTICLE', new Date(today + day).toISOString()), post('5', 'COURSE', new Date(today + 3 * day + 5).toISOString()),
+    post('6', 'ARTICLE', new Date(today + 3 * day).toISOString()), post('7', 'COURSE', '2099-01-01T00:00:00.000Z')
+  ]).execute()
+
+  t.error((await whileMigrating(() => migrator.migrateTo('2026_11_28_0001_post_schedule'))).error)
+  const rows = (await db.selectFrom('post_schedule').select(['day', 'type', 'scheduled']).orderBy('day').orderBy('type').execute())
+    .map(r => ({ ...r, scheduled: Number(r.scheduled) }))
+  const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+  t.same(rows, [
+    { day: dayOf(today + day), type: 'ARTICLE', scheduled: 1 },
+    { day: dayOf(today + 3 * day), type: 'ARTICLE', scheduled: 1 },
+    { day: dayOf(today + 3 * day), type: 'COURSE', scheduled: 1 },
+    { day: '2099-01-01', type: 'COURSE', scheduled: 1 }
+  ], 'each post due after today, in its UTC day and type; none for today, a draft or a published post')
+
+  t.error((await whileMigrating(() => migrator.migrateDown())).error)
+  const tables = (await db.introspection.getTables()).filter(table => table.schema === schema || !isPostgres(db)).map(table => table.name)
+  t.notOk(tables.includes('post_schedule'), 'down drops it')
+  await db.insertInto('post').values(post('8', 'ARTICLE', '2099-01-01T00:00:00.000Z')).execute()
+  t.pass('and a post written after down needs no table of it')
 })
 
 t.test('a second process migrating the same database finds it up to date', async (t) => {
@@ -112,11 +151,7 @@ if (dialect === 'postgres') {
   })
 
   t.test('2026_11_25_0001_post_counter_slot_sequence: new slots number on from the highest; down restores max(slot) + 1', async (t) => {
-    const { url, schema } = await freshDatabase(t)
-    const db = createDb(url, { schema })
-    t.teardown(() => db.destroy())
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
-    t.error((await whileMigrating(() => migrator.migrateTo('2026_11_23_0400_post_published_at_type'))).error)
+    const { db, migrator } = await migratedTo(t, '2026_11_23_0400_post_published_at_type')
     await db.insertInto('post_counter').values([{ type: 'ARTICLE', slot: 0, published: 2 }, { type: 'COURSE', slot: 4, published: 1 }]).execute()
     const addSource = async () => (await sql<{ prosrc: string }>`select prosrc from pg_proc where proname = 'post_counter_add' and pronamespace = current_schema()::regnamespace`.execute(db)).rows[0].prosrc
 
@@ -436,8 +471,9 @@ t.test('post lists: a deep page (read by keys) is the page a direct read gives, 
   const db = await openDb(t)
   await seed(db, { posts: 260, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
   const now = clockIso()
-  for (const [sort, order] of [[undefined, [['sort_at', 'desc'], ['id', 'desc']]], ['title', [['title', 'asc'], ['id', 'asc']]], ['-created_at', [['created_at', 'desc'], ['id', 'desc']]]] as const) {
-    for (const offset of [0, 99, 100, 101, 180]) {
+  for (const [sort, order] of [[undefined, [['sort_at', 'desc'], ['id', 'desc']]], ['title', [['title', 'asc'], ['id', 'asc']]], ['-created_at', [['created_at', 'desc'], ['id', 'desc']]], ['-published_at', [['published_at', 'desc'], ['id', 'desc']]]] as const) {
+    // about the keys-first threshold (100) and each end of a reach (keysCap: 128, 256)
+    for (const offset of [0, 99, 100, 101, 118, 119, 180, 236]) {
       let q = db.selectFrom('post').select('id').where('published_at', '<=', now)
       for (const [column, direction] of order) q = q.orderBy(column, direction)
       const expected = (await q.limit(10).offset(offset).execute()).map(r => r.id)
@@ -445,6 +481,15 @@ t.test('post lists: a deep page (read by keys) is the page a direct read gives, 
       t.same(posts.map(p => p.id), expected, `sort ${sort ?? 'default'}, offset ${offset}`)
     }
   }
+})
+
+t.test('keysCap: the next power of two at or past a page\'s end, at least 128, at most 2^53 - 1', async (t) => {
+  t.equal(keysCap({ offset: 0, limit: 1 }), 128, 'the first page')
+  t.equal(keysCap({ offset: 118, limit: 10 }), 128, 'a page ending on 128')
+  t.equal(keysCap({ offset: 119, limit: 10 }), 256, 'one row past it')
+  t.equal(keysCap({ offset: 156, limit: 100 }), 256, 'the largest size, ending on 256')
+  t.equal(keysCap({ offset: 999_990, limit: 10 }), 2 ** 20, 'deep: a million')
+  t.equal(keysCap({ offset: Number.MAX_SAFE_INTEGER, limit: 10 }), Number.MAX_SAFE_INTEGER, 'OFFSET_MAX: no further than a safe integer')
 })
 
 t.test('a list page writes its size into the statement and binds its offset: one statement per size', async (t) => {
@@ -473,18 +518,40 @@ t.test('a list page writes its size into the statement and binds its offset: one
 
 if (dialect === 'postgres') {
   // Why: docs/decisions/0009-deep-pages-by-key.md
-  t.test('PostgreSQL: the public list\'s page runs on one generic plan, planned once for every offset', async (t) => {
+  /** A seeded database on one connection (pg_prepared_statements is per session). */
+  async function oneSession (t: Test, posts: number): Promise<Db> {
     const { url, schema } = await freshDatabase(t)
-    const db = createDb(url, { schema, poolSize: 1 }) // one connection: pg_prepared_statements is per session
+    const db = createDb(url, { schema, poolSize: 1 })
     t.teardown(() => db.destroy())
     await whileMigrating(() => migrateToLatest(db))
-    await seed(db, { posts: 200, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
+    await seed(db, { posts, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
+    return db
+  }
+  const pagePlans = async (db: Db) => (await sql<{ generic_plans: string, custom_plans: string }>`select generic_plans, custom_plans
+    from pg_prepared_statements where statement like '%"page"%'`.execute(db)).rows
+
+  t.test('PostgreSQL: the public list\'s page runs on one generic plan, planned once for every offset', async (t) => {
+    const db = await oneSession(t, 200)
     for (let page = 0; page < 10; page++) t.equal((await listPosts(db, { limit: 10, offset: page * 10 })).posts.length, 10, `page ${page + 1}`)
-    const { rows } = await sql<{ statement: string, generic_plans: string, custom_plans: string }>`select statement, generic_plans, custom_plans
-      from pg_prepared_statements where statement like '%"page"%'`.execute(db)
+    const rows = await pagePlans(db)
     t.equal(rows.length, 1, 'one statement for ten offsets')
     t.ok(Number(rows[0]?.generic_plans) >= 1, `runs on the generic plan (generic ${rows[0]?.generic_plans}, custom ${rows[0]?.custom_plans})`)
     t.ok(Number(rows[0]?.custom_plans) <= 5, 'planned anew at most for the five runs PostgreSQL compares it with')
+  })
+
+  t.test('PostgreSQL: on a large table too, each page size and reach runs on one generic plan', async (t) => {
+    const db = await oneSession(t, 10)
+    // Enough rows that a generic plan guessing an offset of a tenth of them looks dearer than planning each page.
+    await sql`insert into post (id, creator_id, type, slug, title, body, published_at, created_at, updated_at, sort_at)
+      select md5(i::text)::uuid::text, c.id, 'ARTICLE', 'bulk-' || i, 'Bulk', '', t, t, t, t
+      from (select id from "user" where is_creator limit 1) c,
+        generate_series(1, 50000) i, lateral (select now() - i * interval '1 minute' as t) ts`.execute(db)
+    await sql`analyze post`.execute(db)
+    const offsets = Array.from({ length: 10 }, (_, i) => 130 + i * 11) // one reach: 130..229 plus the page, under 256
+    for (const offset of offsets) t.equal((await listPosts(db, { limit: 10, offset })).posts.length, 10, `offset ${offset}`)
+    const rows = await pagePlans(db)
+    t.equal(rows.length, 1, 'one statement for ten offsets within one reach')
+    t.ok(Number(rows[0]?.generic_plans) >= 1, `runs on the generic plan (generic ${rows[0]?.generic_plans}, custom ${rows[0]?.custom_plans})`)
   })
 }
 

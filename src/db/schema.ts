@@ -66,6 +66,14 @@ export interface PostCounterTable {
   published: ColumnType<number, number, number>
 }
 
+/** per UTC day and type, the posts written before their day to be published on it; kept by triggers (migration 2026_11_28_0001) */
+export interface PostScheduleTable {
+  /** YYYY-MM-DD */
+  day: string
+  type: string
+  scheduled: ColumnType<number, number, number>
+}
+
 export interface ReviewTable {
   id: string
   post_id: string
@@ -214,6 +222,7 @@ export interface Database {
   post: PostTable
   post_tag: PostTagTable
   post_counter: PostCounterTable
+  post_schedule: PostScheduleTable
   review: ReviewTable
   comment: CommentTable
   alert: AlertTable

@@ -91,7 +91,22 @@ export interface KeysFirst<V> {
   readsKeysFirst: (values: V, page: Page, postgres: boolean) => boolean
 }
 
-interface PageShape { sort: SortKey[], byKeys: boolean, limit: number }
+/**
+ * The most rows a keys-first page reads: the next power of two at or past its end (at least 128),
+ * written into the statement. PostgreSQL's generic plan assumes an offset of a tenth of the rows it
+ * expects; capped, that is a tenth of the cap, so it keeps one plan for pages of a large table
+ * rather than plan each. Why: docs/decisions/0009-deep-pages-by-key.md
+ */
+export function keysCap (page: Page): number {
+  // at most 2^53 - 1, which no table reaches, so a page near OFFSET_MAX is still whole (and empty)
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(128, 2 ** Math.ceil(Math.log2(page.offset + page.limit))))
+}
+
+interface PageShape { sort: SortKey[], byKeys: boolean, limit: number, cap: number }
+
+function pageShape (sort: SortKey[], page: Page, byKeys: boolean): PageShape {
+  return { sort, byKeys, limit: page.limit, cap: byKeys ? keysCap(page) : 0 }
+}
 
 export interface CompiledList<V extends Values, O> {
   /**
@@ -109,12 +124,15 @@ export interface CompiledList<V extends Values, O> {
  * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
-  const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit }: PageShape, values: V & { offset: number }) => {
+  const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit, cap }: PageShape, values: V & { offset: number }) => {
     if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(pageSize(limit)).offset(values.offset)
-    // named apart from every column, so the rows' sort never reads it
-    const keys = applySort(keysFirst.keys(db, values).clearSelect().select(`${keysFirst.key} as page_key` as never), sort).limit(pageSize(limit)).offset(values.offset)
+    // named apart from every column, so the rows' sort never reads them
+    const capped = applySort(keysFirst.keys(db, values).clearSelect()
+      .select([`${keysFirst.key} as page_key`, ...sort.map((k, i) => `${k.column} as sort_${i}`)] as never), sort).limit(pageSize(cap))
+    const keys = applySort(db.selectFrom(capped.as('capped')).select('capped.page_key' as never), sort.map((k, i) => ({ ...k, column: `capped.sort_${i}` })))
+      .limit(pageSize(limit)).offset(values.offset)
     return applySort(keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)), sort) as unknown as SelectQueryBuilder<Database, any, O>
-  }, ({ sort, byKeys, limit }) => `${byKeys ? 'keys:' : ''}${limit}:${sortKeyOf(sort)}`)
+  }, ({ sort, byKeys, limit, cap }) => `${byKeys ? `keys${cap}:` : ''}${limit}:${sortKeyOf(sort)}`)
   const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>
     (keysFirst ? keysFirst.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
   const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
@@ -123,7 +141,7 @@ export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, key
     page: async (db, values, sort, page, total) => {
       const [rows, counted] = await Promise.all([
         // Object.assign, not a spread that gains keys (V8's slow path). Why: docs/decisions/0005-statement-shapes.md
-        pageOf(db, { sort, byKeys: keysFirst?.readsKeysFirst(values, page, isPostgres(db)) ?? false, limit: page.limit }, Object.assign({}, values, { offset: page.offset })) as Promise<O[]>,
+        pageOf(db, pageShape(sort, page, keysFirst?.readsKeysFirst(values, page, isPostgres(db)) ?? false), Object.assign({}, values, { offset: page.offset })) as Promise<O[]>,
         total ? total() : count(db, values)
       ])
       return { rows, total: counted }

@@ -72,6 +72,51 @@ t.test('the public total stays exact through create, draft, scheduled, publish, 
   await checkExact(t, app, { all: 1, article: 1 }, 'deleting a draft leaves the count as it was')
 })
 
+const DAY_MS = 86_400_000
+
+/** Every reader instant at which the total differs from a full count of the posts published by then: `instant (type): got ≠ want`. */
+async function totalsOffAt (app: FastifyInstance, instants: number[]): Promise<string[]> {
+  const off: string[] = []
+  for (const at of instants) {
+    const now = new Date(at).toISOString()
+    for (const type of [undefined, 'ARTICLE'] as const) {
+      const truth = await app.db.selectFrom('post').select(sql<number>`count(*)`.as('n')).where('published_at', '<=', now)
+        .$if(type !== undefined, q => q.where('type', '=', type!)).executeTakeFirstOrThrow()
+      const got = await countPublishedPosts(app.db, now, type)
+      if (got !== Number(truth.n)) off.push(`${now} (${type ?? 'all'}): ${got} ≠ ${Number(truth.n)}`)
+    }
+  }
+  return off
+}
+
+t.test('scheduled posts are counted exactly at every instant, on both sides of each day boundary, before and after they move', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const today = Math.floor(Date.now() / DAY_MS) * DAY_MS
+  const at = (ms: number) => new Date(ms).toISOString()
+  // Due today, tomorrow, on either side of the day after tomorrow (where the count moves from the index to post_schedule), later, far later.
+  const due = [Date.now() + 60_000, today + DAY_MS, today + 2 * DAY_MS - 1, today + 2 * DAY_MS, today + 2 * DAY_MS + 1,
+    today + 3 * DAY_MS - 1, today + 3 * DAY_MS, today + 5 * DAY_MS + DAY_MS / 2, Date.parse(FUTURE)]
+  const posts = []
+  for (const [i, ms] of due.entries()) posts.push(await createPost(app, creator, { type: i % 2 ? 'COURSE' : 'ARTICLE', published_at: at(ms) }))
+  await createPost(app, creator)
+  await createPost(app, creator, { published_at: null })
+  const instants = [Date.now(), ...due.flatMap(ms => [ms - 1, ms, ms + 1]), today + DAY_MS - 1, today + 4 * DAY_MS, Date.parse(FUTURE) + 1000 * DAY_MS]
+  t.same(await totalsOffAt(app, instants), [], 'as written')
+  const buckets = await app.db.selectFrom('post_schedule').select(['day', sql<number>`sum(scheduled)`.as('n')]).groupBy('day').orderBy('day').execute()
+  t.ok(buckets.some(b => b.day === '2099-01-01' && Number(b.n) === 1), 'a post due on a later day is counted in its day\'s row')
+
+  const put = (id: string, body: Record<string, unknown>) =>
+    app.inject({ method: 'PUT', url: `/v1/posts/${id}`, headers: creator.headers, payload: { title: 'Moved', type: 'ARTICLE', ...body } })
+  t.equal((await put(posts[7].id, { published_at: at(today + 2 * DAY_MS + 5) })).statusCode, 200, 'rescheduled nearer')
+  t.equal((await put(posts[1].id, { published_at: at(today + 9 * DAY_MS) })).statusCode, 200, 'rescheduled further')
+  t.equal((await put(posts[8].id, { type: 'COURSE', published_at: FUTURE })).statusCode, 200, 'a far post changes type')
+  t.equal((await put(posts[3].id, { published_at: PAST })).statusCode, 200, 'published early')
+  t.equal((await put(posts[5].id, { published_at: null })).statusCode, 200, 'back to a draft')
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${posts[6].id}`, headers: creator.headers })).statusCode, 204)
+  t.same(await totalsOffAt(app, [...instants, today + 9 * DAY_MS - 1, today + 9 * DAY_MS]), [], 'after moves, a type change and a delete')
+})
+
 t.test('a failed write leaves the counter as it was (same transaction)', async (t) => {
   const app = await build(t)
   const creator = await createCreator(app)
