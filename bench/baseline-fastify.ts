@@ -164,10 +164,12 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   // offset skips stay in the index), then joins those posts; on SQLite only from offset 100, as
   // shallower pages read directly for less. The size is written in (one statement per size): SQLite
   // would prepare a statement with a bound LIMIT again on every run, PostgreSQL keeps a generic plan,
-  // and so the keys read are capped at the page's reach (its end's next power of two, at least 128).
+  // for which its keys read are capped at the page's reach (its end's next power of two, at least 128).
   const LIMIT = `limit ${limit} offset ?`
   const page = creatorId === undefined && (postgres || offset >= 100)
-    ? `select ${COLUMNS} ${FROM} inner join (select "capped"."page_key" from (select "post"."id" as "page_key", "post"."sort_at" as "sort_0", "post"."id" as "sort_1" from "post" ${filter} ${SORT} limit ${keysCap(offset, limit)}) as "capped" order by "capped"."sort_0" desc, "capped"."sort_1" desc ${LIMIT}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
+    ? `select ${COLUMNS} ${FROM} inner join (${postgres
+      ? `select "capped"."page_key" from (select "post"."id" as "page_key", "post"."sort_at" as "sort_0", "post"."id" as "sort_1" from "post" ${filter} ${SORT} limit ${keysCap(offset, limit)}) as "capped" order by "capped"."sort_0" desc, "capped"."sort_1" desc ${LIMIT}`
+      : `select "post"."id" as "page_key" from "post" ${filter} ${SORT} ${LIMIT}`}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
     : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
   const [rows, [count]] = await Promise.all([db.all(page, [...params, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }

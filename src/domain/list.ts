@@ -104,8 +104,21 @@ export function keysCap (page: Page): number {
 
 interface PageShape { sort: SortKey[], byKeys: boolean, limit: number, cap: number }
 
-function pageShape (sort: SortKey[], page: Page, byKeys: boolean): PageShape {
-  return { sort, byKeys, limit: page.limit, cap: byKeys ? keysCap(page) : 0 }
+/**
+ * A keys-first page's keys, `page_key` (named apart from every column, so the rows' sort never
+ * reads it): the page of the table alone, or with a cap, the page of its first `cap` rows.
+ */
+function pageKeys<V> (db: Db, keysFirst: KeysFirst<V>, values: V & { offset: number }, { sort, limit, cap }: Omit<PageShape, 'byKeys'>) {
+  const keys = keysFirst.keys(db, values).clearSelect()
+  if (cap === 0) return applySort(keys.select(`${keysFirst.key} as page_key` as never), sort).limit(pageSize(limit)).offset(values.offset)
+  const capped = applySort(keys.select([`${keysFirst.key} as page_key`, ...sort.map((k, i) => `${k.column} as sort_${i}`)] as never), sort).limit(pageSize(cap))
+  return applySort(db.selectFrom(capped.as('capped')).select('capped.page_key' as never), sort.map((k, i) => ({ ...k, column: `capped.sort_${i}` })))
+    .limit(pageSize(limit)).offset(values.offset)
+}
+
+/** SQLite plans every statement once, whatever its values: the cap would only cost it (5 % on deep pages at 1 M posts). */
+function pageShape (sort: SortKey[], page: Page, byKeys: boolean, postgres: boolean): PageShape {
+  return { sort, byKeys, limit: page.limit, cap: byKeys && postgres ? keysCap(page) : 0 }
 }
 
 export interface CompiledList<V extends Values, O> {
@@ -126,11 +139,7 @@ export interface CompiledList<V extends Values, O> {
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
   const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit, cap }: PageShape, values: V & { offset: number }) => {
     if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(pageSize(limit)).offset(values.offset)
-    // named apart from every column, so the rows' sort never reads them
-    const capped = applySort(keysFirst.keys(db, values).clearSelect()
-      .select([`${keysFirst.key} as page_key`, ...sort.map((k, i) => `${k.column} as sort_${i}`)] as never), sort).limit(pageSize(cap))
-    const keys = applySort(db.selectFrom(capped.as('capped')).select('capped.page_key' as never), sort.map((k, i) => ({ ...k, column: `capped.sort_${i}` })))
-      .limit(pageSize(limit)).offset(values.offset)
+    const keys = pageKeys(db, keysFirst, values, { sort, limit, cap })
     return applySort(keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)), sort) as unknown as SelectQueryBuilder<Database, any, O>
   }, ({ sort, byKeys, limit, cap }) => `${byKeys ? `keys${cap}:` : ''}${limit}:${sortKeyOf(sort)}`)
   const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>
@@ -139,9 +148,10 @@ export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, key
   return {
     count,
     page: async (db, values, sort, page, total) => {
+      const postgres = isPostgres(db)
       const [rows, counted] = await Promise.all([
         // Object.assign, not a spread that gains keys (V8's slow path). Why: docs/decisions/0005-statement-shapes.md
-        pageOf(db, pageShape(sort, page, keysFirst?.readsKeysFirst(values, page, isPostgres(db)) ?? false), Object.assign({}, values, { offset: page.offset })) as Promise<O[]>,
+        pageOf(db, pageShape(sort, page, keysFirst?.readsKeysFirst(values, page, postgres) ?? false, postgres), Object.assign({}, values, { offset: page.offset })) as Promise<O[]>,
         total ? total() : count(db, values)
       ])
       return { rows, total: counted }
