@@ -527,8 +527,9 @@ if (dialect === 'postgres') {
     await seed(db, { posts, quiet: true, hashCost: testConfig().PASSWORD_HASH_COST })
     return db
   }
-  const pagePlans = async (db: Db) => (await sql<{ generic_plans: string, custom_plans: string }>`select generic_plans, custom_plans
-    from pg_prepared_statements where statement like '%"page"%'`.execute(db)).rows
+  const plansOf = async (db: Db, like: string) => (await sql<{ generic_plans: string, custom_plans: string }>`select generic_plans, custom_plans
+    from pg_prepared_statements where statement like ${like}`.execute(db)).rows
+  const pagePlans = (db: Db) => plansOf(db, '%"page"%')
 
   t.test('PostgreSQL: the public list\'s page runs on one generic plan, planned once for every offset', async (t) => {
     const db = await oneSession(t, 200)
@@ -539,7 +540,7 @@ if (dialect === 'postgres') {
     t.ok(Number(rows[0]?.custom_plans) <= 5, 'planned anew at most for the five runs PostgreSQL compares it with')
   })
 
-  t.test('PostgreSQL: on a large table too, each page size and reach runs on one generic plan', async (t) => {
+  t.test('PostgreSQL: on a large table too, each page size and reach runs on one generic plan, and so do v2\'s pages', async (t) => {
     const db = await oneSession(t, 10)
     // Enough rows that a generic plan guessing an offset of a tenth of them looks dearer than planning each page.
     await sql`insert into post (id, creator_id, type, slug, title, body, published_at, created_at, updated_at, sort_at)
@@ -549,9 +550,18 @@ if (dialect === 'postgres') {
     await sql`analyze post`.execute(db)
     const offsets = Array.from({ length: 10 }, (_, i) => 130 + i * 11) // one reach: 130..229 plus the page, under 256
     for (const offset of offsets) t.equal((await listPosts(db, { limit: 10, offset })).posts.length, 10, `offset ${offset}`)
-    const rows = await pagePlans(db)
-    t.equal(rows.length, 1, 'one statement for ten offsets within one reach')
-    t.ok(Number(rows[0]?.generic_plans) >= 1, `runs on the generic plan (generic ${rows[0]?.generic_plans}, custom ${rows[0]?.custom_plans})`)
+    const v1 = await pagePlans(db)
+    t.equal(v1.length, 1, 'v1: one statement for ten offsets within one reach')
+    t.ok(Number(v1[0]?.generic_plans) >= 1, `v1: runs on the generic plan (generic ${v1[0]?.generic_plans}, custom ${v1[0]?.custom_plans})`)
+
+    // v2: the first page ten times, then ten pages on from it, each after the last one's position
+    for (let i = 0; i < 10; i++) t.equal((await listPostsAfter(db, { limit: 10 })).posts.length, 10, `v2 first page, run ${i + 1}`)
+    let after = (await listPostsAfter(db, { limit: 10 })).next
+    for (let i = 0; i < 10; i++) after = (await listPostsAfter(db, { limit: 10 }, after)).next
+    t.ok(after, 'ten pages on, there are more')
+    const v2 = await plansOf(db, '%"post"."sort_at" from%') // v2's pages select sort_at, their next position
+    t.equal(v2.length, 2, 'v2: one statement for the first page, one for pages after a position')
+    for (const [i, r] of v2.entries()) t.ok(Number(r.generic_plans) >= 1, `v2 statement ${i + 1}: runs on the generic plan (generic ${r.generic_plans}, custom ${r.custom_plans})`)
   })
 }
 

@@ -7,7 +7,7 @@ import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } fr
 import { writeTimeIso, clockMs } from '../db/clock.js'
 import { compiledList, pageSize, parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
-import type { Executor } from '../db/dialect.js'
+import { isPostgres, type Executor } from '../db/dialect.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
@@ -165,13 +165,27 @@ const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPos
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
 export interface PostPosition { sort_at: string, id: string }
 
-/** v2's page: the posts after a position, in the default order, one more than asked (is there a next page?). */
-const postsAfter = cachedStatementPerShape((db, limit: number, v: PostFilterValues & { sortAt?: string, id?: string }) => {
-  let q = filterPosts(selectPosts(db).select('post.sort_at'), v)
+type Keyset = PostFilterValues & { sortAt?: string, id?: string }
+
+/** The posts (of `query`'s table set) after a position, in the default order, `limit` of them. */
+function afterPosition<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: Keyset, limit: number): Q {
+  let q = filterPosts(query, v) as unknown as PostQuery
   const { sortAt, id } = v
   if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
-  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(pageSize(limit))
-}, String)
+  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(pageSize(limit)) as unknown as Q
+}
+
+/**
+ * v2's page: the posts after a position, in the default order, one more than asked (is there a
+ * next page?). `byKeys`: its keys read on the post table alone, then joined, the shape PostgreSQL
+ * keeps a generic plan for, as v1's pages. Why: docs/decisions/0009-deep-pages-by-key.md
+ */
+const postsAfter = cachedStatementPerShape((db, { limit, byKeys }: { limit: number, byKeys: boolean }, v: Keyset) => {
+  if (!byKeys) return afterPosition(selectPosts(db).select('post.sort_at'), v, limit)
+  const keys = afterPosition(db.selectFrom('post').select('post.id as page_key'), v, limit)
+  return selectPosts(db).select('post.sort_at').innerJoin(keys.as('page'), 'page.page_key', 'post.id')
+    .orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc')
+}, ({ limit, byKeys }) => `${byKeys ? 'keys:' : ''}${limit}`)
 
 /**
  * v2's keyset page of published posts in the default order (sort_at desc, id desc, on the
@@ -184,7 +198,8 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter(db, query.limit + 1, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id })),
+    postsAfter(db, { limit: query.limit + 1, byKeys: values.creatorId === undefined && isPostgres(db) },
+      Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id })),
     counted()
   ])
   const more = rows.length > query.limit
