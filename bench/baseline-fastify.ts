@@ -223,7 +223,11 @@ if (features) {
     healthCheckInterval: 1000
   })
 }
-await app.register(jwt, { secret: process.env.JWT_SECRET!, verify: { algorithms: ['HS256'], cache: true } })
+// Verified as Roja verifies (its config's defaults): HS256 only, the claims it requires, its issuer and audience, its token lifetime.
+await app.register(jwt, {
+  secret: process.env.JWT_SECRET!,
+  verify: { algorithms: ['HS256'], cache: true, requiredClaims: ['id', 'gen', 'iat', 'exp', 'iss', 'aud'], allowedIss: 'roja', allowedAud: 'roja-api', maxAge: 3600 * 1000 }
+})
 
 class HttpError extends Error { constructor (readonly statusCode: number) { super(String(statusCode)) } }
 
