@@ -155,11 +155,17 @@ type PostQuery = SelectQueryBuilder<Database, 'post', any>
 // Where reading keys first starts to pay on the public lists on SQLite (PostgreSQL: every page, for
 // its generic plan); a creator's own list stays cheaper read directly. Why: docs/decisions/0009-deep-pages-by-key.md
 const KEYS_FIRST_FROM = 100
+
+/** Whether a post page (v1, or v2's, which skips no rows: `skipped` 0) reads its keys first. */
+function readsKeysFirst (v: PostFilterValues, skipped: number, postgres: boolean): boolean {
+  return v.creatorId === undefined && (postgres || skipped >= KEYS_FIRST_FROM)
+}
+
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',
   keys: (db, v) => filterPosts(db.selectFrom('post'), v),
   rows: selectPosts,
-  readsKeysFirst: (v, page, postgres) => v.creatorId === undefined && (postgres || page.offset >= KEYS_FIRST_FROM)
+  readsKeysFirst: (v, page, postgres) => readsKeysFirst(v, page.offset, postgres)
 })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
@@ -198,7 +204,7 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter(db, { limit: query.limit + 1, byKeys: values.creatorId === undefined && isPostgres(db) },
+    postsAfter(db, { limit: query.limit + 1, byKeys: readsKeysFirst(values, 0, isPostgres(db)) },
       Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id })),
     counted()
   ])
