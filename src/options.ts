@@ -128,7 +128,7 @@ export function createAjv (config: Pick<Config, 'allowedMediaHosts'> & Partial<P
     useDefaults: true,
     strict: false,
     // Our schemas are constants, checked against the meta-schema by test/schemas.test.ts; checking
-    // them at every start compiled the meta-schema in each instance (fast-json-stringify skips it too).
+    // them at every start compiled the meta-schema in each instance. Why: docs/decisions/0011-schemas-compiled-on-first-use.md
     validateSchema: false,
     ...options
   })
@@ -224,6 +224,7 @@ function valuesUpTo (data: unknown, limit: number): number {
 /**
  * With SCHEMA_COMPILE=lazy each route's validator and serializer is compiled on first use, as
  * compiling them all is most of a start; `eager` compiles all at start (a test does, to prove they compile).
+ * Why: docs/decisions/0011-schemas-compiled-on-first-use.md
  */
 function lazy<R> (compile: (route: R) => Validate) {
   return (route: R): Validate => {
