@@ -747,7 +747,7 @@ function shown (value: number, met: (v: number) => boolean): string {
   return met(Number(value.toFixed(2))) === met(value) ? value.toFixed(2) : value.toFixed(3)
 }
 
-/** The goals of issue 14 with their verdicts; none from the smoke or from fewer than 3 rounds. */
+/** The goals (bench/README.md) with their verdicts; none from the smoke or from fewer than 3 rounds. */
 function goals (dialect: string, r: any): Goal[] {
   const out: Goal[] = []
   // A ratio over a target that answered errors, or nothing, is no measure: no verdict from it.
