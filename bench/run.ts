@@ -218,8 +218,8 @@ interface Target {
   /** every request (randomness from the round's PRNG) */
   request: (random: Random) => Req
   connections?: number
-  /** a Roja target (with the like-for-like ones, the only ones run under BENCH_CPU_PROF) */
-  roja?: boolean
+  /** a target on a profiled server (Roja's and the like-for-like one): the only ones run under BENCH_CPU_PROF */
+  profiled?: boolean
   /** a PostgreSQL database the target writes to: its lock waits are sampled while it runs */
   locksOf?: string
 }
@@ -323,7 +323,7 @@ interface GroupResult {
  * ratio [a, b] is taken within a round. Under BENCH_CPU_PROF only Roja's and the like-for-like targets run, and no ratio.
  */
 async function group (title: string, all: Target[], pairs: Array<[string, string]>): Promise<GroupResult> {
-  const targets = CPU_PROF ? all.filter(t => t.roja || t.name.startsWith('like-for-like ')) : all
+  const targets = CPU_PROF ? all.filter(t => t.profiled) : all
   if (WARMUP > 0) for (const target of targets) await cannon(target, WARMUP, 1000)
   const runs: Record<string, Sample[]> = Object.fromEntries(targets.map(t => [t.name, []]))
   for (let run = 0; run < RUNS; run++) {
@@ -601,9 +601,9 @@ async function benchDialect (dialect: string, dbs: Databases) {
       const bare = await up(start(`${dialect}-baseline-bare-headers`, ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body, HEADERS_FILE: headersFile }, '/version'))
       const before = BEFORE ? await up(startRoja(`${dialect}-roja-before`, dbs.before!.url, BEFORE_DIR)) : undefined
       const targets: Target[] = [
-        { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), roja: true },
+        { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), profiled: true },
         { name: 'bare fastify, same headers', urls: [bare.url], request: () => ({ path: '/version' }) },
-        ...(before ? [{ name: 'roja before /version', urls: [before.url], request: () => ({ path: '/version' }), roja: true }] : [])
+        ...(before ? [{ name: 'roja before /version', urls: [before.url], request: () => ({ path: '/version' }), profiled: true }] : [])
       ]
       try {
         await sameBytes('chain', targets[0], targets[1], 1)
@@ -629,10 +629,10 @@ async function benchDialect (dialect: string, dbs: Databases) {
       ]
       const before = BEFORE ? await up(startRoja(`${dialect}-roja-before`, dbs.before!.url, BEFORE_DIR)) : undefined
       const targets = kinds.flatMap(([kind, request]): Target[] => [
-        { name: `roja ${kind}`, urls: [roja!.url], request, roja: true },
-        { name: `like-for-like ${kind}`, urls: [like.url], request },
+        { name: `roja ${kind}`, urls: [roja!.url], request, profiled: true },
+        { name: `like-for-like ${kind}`, urls: [like.url], request, profiled: true },
         ...(base ? [{ name: `baseline ${kind}`, urls: [base.url], request }] : []),
-        ...(before ? [{ name: `roja before ${kind}`, urls: [before.url], request, roja: true }] : [])
+        ...(before ? [{ name: `roja before ${kind}`, urls: [before.url], request, profiled: true }] : [])
       ])
       const per = 2 + (base ? 1 : 0) + (before ? 1 : 0)
       try {
@@ -652,8 +652,8 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
         const targets: Target[] = [
-          { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.writes!.roja) },
-          { name: `like-for-like c${CONNECTIONS}`, urls: [l.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) },
+          { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.roja) },
+          { name: `like-for-like c${CONNECTIONS}`, urls: [l.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.baseline) },
           ...(b ? [{ name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }] : [])
         ]
         for (const other of targets.slice(1)) await sameBytes('writes', targets[0], other, 2, written)
@@ -667,8 +667,8 @@ async function benchDialect (dialect: string, dbs: Databases) {
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
         return await group('fleet', [
-          { name: 'one instance', urls: [a.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, roja: true, locksOf: locksOf(dbs.fleet!) }
+          { name: 'one instance', urls: [a.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) },
+          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) }
         ], [['two instances', 'one instance']])
       } finally { await down(a, b) }
     })
@@ -677,11 +677,11 @@ async function benchDialect (dialect: string, dbs: Databases) {
       const big = await up(startRoja(`${dialect}-roja-large`, large!.url))
       const randomPage = (r: Random) => ({ path: `/v1/posts?limit=10&offset=${between(r, 1, OFFSETS)}` })
       await guarded('size', result, revive, () => group('size', [
-        { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), roja: true },
-        { name: `first page at ${LARGE}`, urls: [big.url], request: () => ({ path: '/v1/posts?limit=10' }), roja: true },
+        { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
+        { name: `first page at ${LARGE}`, urls: [big.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
         // pages no first-page cache can serve, the same offsets on both
-        { name: `random page at ${SMALL}`, urls: [roja!.url], request: randomPage, roja: true },
-        { name: `random page at ${LARGE}`, urls: [big.url], request: randomPage, roja: true }
+        { name: `random page at ${SMALL}`, urls: [roja!.url], request: randomPage, profiled: true },
+        { name: `random page at ${LARGE}`, urls: [big.url], request: randomPage, profiled: true }
       ], [[`first page at ${LARGE}`, `first page at ${SMALL}`], [`random page at ${LARGE}`, `random page at ${SMALL}`]]))
       await guarded('cursor', result, revive, async () => {
         let cursor: string | null = null
@@ -694,8 +694,8 @@ async function benchDialect (dialect: string, dbs: Databases) {
         }
         const deep = `/v2/posts?limit=10&cursor=${encodeURIComponent(cursor ?? '')}`
         return group('cursor', [
-          { name: 'v2 page 1', urls: [big.url], request: () => ({ path: '/v2/posts?limit=10' }), roja: true },
-          { name: `v2 page ${CURSOR_PAGE}`, urls: [big.url], request: () => ({ path: deep }), roja: true }
+          { name: 'v2 page 1', urls: [big.url], request: () => ({ path: '/v2/posts?limit=10' }), profiled: true },
+          { name: `v2 page ${CURSOR_PAGE}`, urls: [big.url], request: () => ({ path: deep }), profiled: true }
         ], [[`v2 page ${CURSOR_PAGE}`, 'v2 page 1']])
       })
       await down(big)
