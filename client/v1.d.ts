@@ -1882,7 +1882,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -2644,7 +2644,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, starts_date, created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, starts_date, created_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -3135,7 +3135,7 @@ export interface operations {
                 /** @description items skipped (default 0); not with page/count */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: first_name, last_name, created_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: first_name, last_name, created_at; default: created_at
                  * @example [
                  *       "-first_name"
                  *     ]
@@ -3818,7 +3818,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -4163,7 +4163,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -4653,7 +4653,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -5747,7 +5747,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -6846,7 +6846,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at; default: created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -7933,7 +7933,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, rating; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, rating; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -9252,7 +9252,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -10240,7 +10240,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, price_cents, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, price_cents, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -11277,7 +11277,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, size; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, size; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -11437,7 +11437,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]

@@ -59,7 +59,7 @@ declare module 'fastify' {
      * a sent token is checked exactly as by authenticate; no Authorization header reads as anyone.
      */
     authenticateIfToken: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
-    /** preHandler hook: the caller must be a creator (403 UserNotCreator) */
+    /** route onRequest hook, after authenticate: the caller must be a creator (403 UserNotCreator), known before any body is read */
     requireCreator: (request: FastifyRequest) => Promise<void>
     /** signs an access token for a user under its current token generation */
     issueToken: (user: { id: string, generation: number }) => { access_token: string, token_type: 'Bearer', expires_in: number }

@@ -28,6 +28,7 @@ export const EnvSchema = Type.Object({
   ALLOWED_MEDIA_HOSTS: Type.Optional(Type.String({ format: 'host-list' })),
   MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, default: 1073741824 }),
   MEDIA_QUOTA_BYTES: Type.Integer({ minimum: 0, default: 5368709120 }),
+  MEDIA_QUOTA_FILES: Type.Integer({ minimum: 1, default: 10000 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 300 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),

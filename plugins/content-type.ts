@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import { MERGE_PATCH_TYPES } from '../schemas/merge-patch.js'
 import { AppError } from '../schemas/problems.js'
+import { hasBody } from './problems.js'
+import { controlPointer, largestJson, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, MAX_JSON_VALUES, shapeFault, type ShapeFault } from './json-shape.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -24,19 +26,31 @@ const MULTIPART = /^multipart\/form-data; ?boundary=("[^"]{1,70}"|[a-z0-9'()+_,.
 export default fp(async (fastify) => {
   // Fastify would otherwise parse text/plain, the way a cross-site simple POST gets in.
   fastify.removeContentTypeParser('text/plain')
-  // JSON and merge patches: Fastify's parser with its prototype-poisoning checks, members counted first.
+  // JSON and merge patches: the shape read first (one pass), then Fastify's parser with its
+  // prototype-poisoning checks; a string with a control character is refused once parsed, by name.
   const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig
   const parse = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error')
-  const counted: typeof parse = (request, body, done) => {
-    const text = String(body)
-    // a member is at least 4 characters (`"":0`): a shorter body cannot hold too many
-    if (text.length > MAX_JSON_MEMBERS * 4 && membersOver(text, MAX_JSON_MEMBERS)) {
-      return done(new AppError('PayloadTooLarge', `a JSON body holds at most ${MAX_JSON_MEMBERS} object members`), undefined)
-    }
-    parse(request, body, done)
+  const shaped: typeof parse = (request, body, done) => {
+    const fault = shapeFault(String(body))
+    if (fault === undefined) return parse(request, body, done)
+    if (fault !== 'control') return done(new AppError('PayloadTooLarge', TOO_LARGE[fault]), undefined)
+    parse(request, body, (err, value) => {
+      if (err) return done(err, undefined)
+      done(controlCharacters(controlPointer(value) ?? ''), undefined)
+    })
   }
   fastify.removeContentTypeParser(JSON_TYPE)
-  for (const type of [JSON_TYPE, MERGE_PATCH_TYPE]) fastify.addContentTypeParser(type, { parseAs: 'string' }, counted)
+  for (const type of [JSON_TYPE, MERGE_PATCH_TYPE]) fastify.addContentTypeParser(type, { parseAs: 'string' }, shaped)
+
+  // Each route's body limit is the largest body its schema takes (BODY_LIMIT_BYTES at most), so a
+  // route with small bodies never reads a large one.
+  const limit = fastify.config.BODY_LIMIT_BYTES
+  fastify.addHook('onRoute', function (route) {
+    const body = route.schema?.body
+    if (body === undefined || route.config?.contentTypes?.some(t => !JSON_TYPES.includes(t))) return
+    const largest = largestJson(body, (ref) => this.getSchema(ref.replace(/#$/, '')))
+    route.bodyLimit = Math.min(route.bodyLimit ?? limit, limit, bodyLimitFor(largest))
+  })
 
   // A plain (not async) hook: it runs on every request, nearly all without a body, and never waits.
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
@@ -55,25 +69,27 @@ export default fp(async (fastify) => {
 
 const JSON_PATCH_TYPE = 'application/json-patch+json'
 
-/** No schema takes near so many members, and V8 takes about 100 ms to parse 90,000 distinct keys. */
-export const MAX_JSON_MEMBERS = 10_000
+export { MAX_JSON_DEPTH, MAX_JSON_MEMBERS, MAX_JSON_VALUES }
 
-/** Whether JSON text holds more than `max` object members (colons outside strings), read in one pass. */
-export function membersOver (text: string, max: number): boolean {
-  let members = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 92) i++ // a backslash: the next character is escaped
-      else if (c === 34) inString = false
-    } else if (c === 34) {
-      inString = true
-    } else if (c === 58 && ++members > max) {
-      return true
-    }
-  }
-  return false
+const TOO_LARGE: Record<Exclude<ShapeFault, 'control'>, string> = {
+  depth: `a JSON body nests at most ${MAX_JSON_DEPTH} levels of arrays and objects`,
+  members: `a JSON body holds at most ${MAX_JSON_MEMBERS} object members`,
+  values: `a JSON body holds at most ${MAX_JSON_VALUES} values`
+}
+
+function controlCharacters (field: string): AppError {
+  const message = 'must not hold control characters other than tab, line feed and carriage return'
+  return new AppError('ValidationFailed', `${field || 'body'}: ${message}`, { errors: [{ in: 'body', field, rule: 'controlCharacters', message }] })
+}
+
+const JSON_TYPES = [JSON_TYPE, MERGE_PATCH_TYPE]
+
+/**
+ * A route's body limit from the largest body its schema takes: twice that, for whitespace a
+ * client may indent with, and 4 KiB more; Infinity (no bound in the schema) leaves BODY_LIMIT_BYTES.
+ */
+export function bodyLimitFor (largest: number): number {
+  return Number.isFinite(largest) ? largest * 2 + 4096 : Infinity
 }
 
 /** 415; where a merge patch is taken, with `Accept-Patch` naming the types (RFC 5789). */
@@ -82,10 +98,6 @@ function refusal (allowed: string[], detail: string): AppError {
   return new AppError('UnsupportedMediaType', detail, { headers })
 }
 
-function hasBody (headers: Record<string, string | string[] | undefined>): boolean {
-  const length = headers['content-length']
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
-}
 
 /** The lower-cased media type of a well-formed header, or undefined. */
 export function mediaType (header: string): string | undefined {

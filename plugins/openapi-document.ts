@@ -1,3 +1,4 @@
+import { sortFields } from './validation-messages.js'
 import { MEDIA_BYTE_TYPES } from '../schemas/media.js'
 import { problems, type ProblemCode } from '../schemas/problems.js'
 import { exampleOf, examplesByStatus, problemExample } from '../schemas/examples.js'
@@ -274,16 +275,16 @@ function successDescription (status: string, response: Doc): string {
 
 /** `sort=field,-other` as OpenAPI says it: a comma-separated array (form, not exploded) of an enum. */
 function sortParameter (parameter: Doc) {
-  // ListQuery's pattern: ^-?(a|b)(,-?(a|b))*$
-  const match = /^\^-\?\(([^()]+)\)\(,-\?\(\1\)\)\*\$$/.exec(String(parameter.schema?.pattern ?? ''))
-  if (!match) return
-  const fields = match[1].split('|').map(field => field.replace(/\\(.)/g, '$1'))
+  const fields = sortFields(String(parameter.schema?.pattern ?? ''))
+  if (!fields) return
   parameter.style = 'form'
   parameter.explode = false
   parameter.schema = {
     type: 'array',
     items: { type: 'string', enum: fields.flatMap(f => [f, `-${f}`]) },
-    minItems: 1
+    minItems: 1,
+    maxItems: fields.length,
+    description: 'each field at most once'
   }
   parameter.example = [`-${fields[0]}`]
 }

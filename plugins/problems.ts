@@ -40,6 +40,8 @@ export default fp(async (fastify) => {
 
   function render (reply: FastifyReply, error: AppError) {
     const body = problemBody(base, error, reply.request.url)
+    // Refused before its body was read (404, 405, 401, 403, 413, 415): close rather than drain it.
+    if (!reply.request.raw.complete && hasBody(reply.request.headers)) reply.header('connection', 'close')
     if (error.headers) reply.headers(error.headers)
     return reply.code(error.status).type('application/problem+json').send(body)
   }
@@ -55,16 +57,26 @@ export default fp(async (fastify) => {
     return render(reply, error)
   })
 
-  fastify.setNotFoundHandler(function (request: FastifyRequest, reply) {
+  function notFound (request: FastifyRequest, reply: FastifyReply) {
     const path = request.url.split('?')[0]
     const table = paths()
     const allow = METHODS.filter(m => table.find(m, path))
+    const shown = boundedPath(path)
     // OPTIONS alone is the CORS preflight catch-all (`OPTIONS *`): it matches every path, so it proves no route.
     if (allow.some(m => m !== 'OPTIONS')) {
-      return render(reply, new AppError('MethodNotAllowed', `${request.method} is not allowed on ${path}`, { headers: { allow: allow.join(', ') } }))
+      return render(reply, new AppError('MethodNotAllowed', `${request.method} is not allowed on ${shown}`, { headers: { allow: allow.join(', ') } }))
     }
-    return render(reply, new AppError('NotFound', `no route ${request.method} ${path}`))
-  })
+    return render(reply, new AppError('NotFound', `no route ${request.method} ${shown}`))
+  }
+
+  // Answered at onRequest, before any body is read, after the client's rate limit has counted it
+  // (the rate-limit plugin comes later and decorates clientRateLimit).
+  fastify.setNotFoundHandler({
+    onRequest: async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      if (this.hasDecorator('clientRateLimit')) await this.clientRateLimit(request)
+      return notFound(request, reply)
+    }
+  } as object, notFound)
 }, { name: 'problems', dependencies: ['config'] })
 
 const answered = new WeakMap<FastifyRequest, { code: string, detail?: string, err?: Error }>()
@@ -232,7 +244,7 @@ export function problemBody (baseUri: string, error: AppError, url: string): Pro
     title: problems[error.code].title,
     status: error.status,
     detail: error.message,
-    instance: url.split('?')[0],
+    instance: boundedPath(url),
     code: error.code,
     ...(error.errors ? { errors: error.errors } : {})
   }
@@ -283,6 +295,22 @@ function requestPath (raw: unknown): string {
   const line = Buffer.isBuffer(raw) ? raw.subarray(0, 2048).toString('latin1').split('\r\n', 1)[0] : ''
   const target = /^[A-Z]+ (\/[\x21-\x7e]*) HTTP\/\d\.\d$/.exec(line)?.[1]
   return target ?? '/'
+}
+
+/** At most this much of a request's path is echoed in an answer. */
+const MAX_ECHOED_PATH = 256
+
+/** The path of a URL, cut to MAX_ECHOED_PATH characters: an answer never repeats a long request. */
+export function boundedPath (url: string): string {
+  const query = url.indexOf('?')
+  const path = query === -1 ? url : url.slice(0, query)
+  return path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path
+}
+
+/** Does the request announce a body (a length other than 0, or chunks)? */
+export function hasBody (headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 function kebab (code: string) {

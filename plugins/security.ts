@@ -20,12 +20,21 @@ const TOKEN_PARAMS = new Set(['access_token', 'token'])
 const DOTTED_RUN = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]+(?:(?:\.|%2[Ee])[A-Za-z0-9_-]*)+/g
 const DOT = /\.|%2[Ee]/g
 
-/** A run holding a JWT (a base64url JSON header, `eyJ` for `{"`, then two more parts) loses it from its header on. */
+/**
+ * A run holding a JWT, or the payload and signature of one (a base64url JSON part, `eyJ` for `{"`,
+ * then at least one more part), loses it from that part on.
+ */
 function redactJwt (run: string): string {
   const at = run.indexOf('eyJ')
   if (at === -1) return run
-  const dots = run.slice(at).match(DOT)?.length ?? 0
-  return dots >= 2 ? `${run.slice(0, at)}[redacted]` : run
+  const rest = run.slice(at)
+  const dot = rest.search(DOT)
+  return dot !== -1 && dot + 1 < rest.length && rest.slice(dot).replace(DOT, '') !== '' ? `${run.slice(0, at)}[redacted]` : run
+}
+
+/** Percent-escapes decoded byte by byte: `ey%4A…` is the token `eyJ…` to a server that reads it. */
+function decodeEscapes (url: string): string {
+  return url.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
 }
 
 /**
@@ -40,7 +49,11 @@ export function redactTokens (url: string): string {
     const parts = url.slice(query + 1).split('&').map(part => (isTokenKey(part) ? `${keyOf(part)}=[redacted]` : part))
     out = `${url.slice(0, query)}?${parts.join('&')}`
   }
-  return out.includes('eyJ') ? out.replace(DOTTED_RUN, redactJwt) : out
+  // JWT-shaped runs are looked for in the decoded URL; where one is found, the decoded URL is logged.
+  const decoded = out.includes('%') ? decodeEscapes(out) : out
+  if (!decoded.includes('eyJ')) return out
+  const redacted = decoded.replace(DOTTED_RUN, redactJwt)
+  return redacted === decoded ? out : redacted
 }
 
 /** Does the query (from the `?` at `query`) name an access_token/token parameter? */

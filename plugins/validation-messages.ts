@@ -45,10 +45,23 @@ export function validationMessage (failure: RuleFailure): string {
     case 'minProperties': return `must have at least ${String(p.limit)} properties`
     case 'maxProperties': return `must have at most ${String(p.limit)} properties`
     case 'format': return FORMATS[String(p.format)] ?? `must be a valid ${String(p.format)}`
-    case 'pattern': return describePattern(String(p.pattern))
+    case 'pattern': return describeSort(String(p.pattern)) ?? describePattern(String(p.pattern))
     case 'anyOf': case 'oneOf': return 'must match one of the allowed forms'
   }
   return failure.message ?? 'is invalid'
+}
+
+// ListQuery's sort pattern: ^(?=.{1,N}$)(?!…repeated…)-?(a|b)(,-?(a|b)){0,K}$
+const SORT_PATTERN = /^\^\(\?=\.\{1,\d+\}\$\)\(\?!.*\)-\?\(([^()]+)\)\(,-\?\(\1\)\)\{0,\d+\}\$$/
+
+/** The sortable fields named by a list's sort pattern (schemas/common.ts ListQuery), or undefined. */
+export function sortFields (pattern: string): string[] | undefined {
+  return SORT_PATTERN.exec(pattern)?.[1].split('|').map(field => field.replace(/\\(.)/g, '$1'))
+}
+
+function describeSort (pattern: string): string | undefined {
+  const fields = sortFields(pattern)
+  return fields && `must be fields among ${fields.join(', ')}, comma-separated, each at most once (a leading - sorts descending)`
 }
 
 function show (value: unknown): string {

@@ -94,17 +94,28 @@ export const PageQuery = {
  * documents read them back from it and describe sort as a comma-separated array of an enum).
  */
 export function ListQuery<F extends TProperties> (sortable: readonly string[], filters: F, defaultSort?: string) {
-  const field = `-?(${sortable.map(escapeRegex).join('|')})`
   return Type.Object({
     ...PageQuery,
     sort: Type.Optional(Type.String({
-      pattern: `^${field}(,${field})*$`,
-      description: `comma-separated fields, a leading - sorts descending; one of: ${sortable.join(', ')}` +
+      pattern: sortPattern(sortable),
+      maxLength: sortable.reduce((n, f) => n + f.length + 2, 0),
+      description: `comma-separated fields, a leading - sorts descending, each at most once; one of: ${sortable.join(', ')}` +
         (defaultSort ? `; default: ${defaultSort}` : ''),
       examples: [sortable.map((f, i) => (i === 0 ? `-${f}` : f)).slice(0, 2).join(',')]
     })),
     ...filters
   }, { additionalProperties: false })
+}
+
+/**
+ * `field,-other` over the sortable fields, each at most once: so at most one term a field, and a
+ * text no longer than all of them. The length is checked first, so a long value costs one look.
+ */
+function sortPattern (sortable: readonly string[]): string {
+  const fields = sortable.map(escapeRegex).join('|')
+  const longest = sortable.reduce((n, f) => n + f.length + 2, 0)
+  const repeated = `(?!(?:[^,]*,)*-?(${fields}),(?:[^,]*,)*-?\\1(?:,|$))`
+  return `^(?=.{1,${longest}}$)${repeated}-?(${fields})(,-?(${fields})){0,${sortable.length - 1}}$`
 }
 
 /** The list envelope `{<plural>: [...], total}`. */

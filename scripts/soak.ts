@@ -10,10 +10,14 @@
  *   db outage   (PostgreSQL) the database stops and starts: /health 503 meanwhile, requests get a
  *               clean 503 problem, the server recovers without a restart;
  *   overload    far more connections than it can serve: 503 + Retry-After, memory bounded;
+ *   hostile     a flood of costly requests from three clients (deep bodies to unknown routes and
+ *               methods, to a creator route without the right and to sign-up; 2,000-term sorts;
+ *               15 KB paths) while a normal client reads and writes: its p99 stays under
+ *               HOSTILE_P99_MS and it sees no 5xx;
  *   bodies      (named only) the CPU a request of huge invalid bodies against a valid 1 MB post.
  * PostgreSQL runs as a private throw-away cluster (scripts/fleet/postgres.ts). Prints a table and
  * writes soak-results.json.
- * SOAK_SECONDS=5 is the short mode for CI; SOAK_DIALECTS=sqlite|postgres and SOAK_PHASES=saturation,sigterm,kill9,outage,overload narrow the run.
+ * SOAK_SECONDS=5 is the short mode for CI; SOAK_DIALECTS=sqlite|postgres and SOAK_PHASES=saturation,sigterm,kill9,outage,overload,hostile narrow the run.
  */
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
@@ -49,7 +53,7 @@ const autocannon = autocannonJs as (opts: { url: string, connections: number, du
 const ROOT = resolve(import.meta.dirname, '..')
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60)
 const DIALECTS = (process.env.SOAK_DIALECTS ?? 'sqlite,postgres').split(',').map(s => s.trim()).filter(Boolean)
-const PHASES = new Set((process.env.SOAK_PHASES ?? 'saturation,sigterm,kill9,outage,overload').split(',').map(s => s.trim()))
+const PHASES = new Set((process.env.SOAK_PHASES ?? 'saturation,sigterm,kill9,outage,overload,hostile').split(',').map(s => s.trim()))
 const GRACE_MS = 5000
 const SECRET = 'soak-secret-that-is-at-least-32-bytes-long!!'
 const PASSWORD = 'correct horse battery staple'
@@ -405,7 +409,7 @@ async function bodies (dialect: string, server: Instance, s: Session) {
   const kinds: Array<[string, string, () => string, Record<string, string>, number]> = [
     ['valid post padded to 1 MB', '/v1/posts', () => JSON.stringify({ ...post, title: randomUUID() }).padEnd(1_000_000, ' '), s.creator, 201],
     ['sign-up, 90,000 unknown properties (1 MB)', '/v1/profiles', () => unknown({ username: 'x', email: 'x@example.com', password: PASSWORD, first_name: 'X' }), {}, 413],
-    ['post, 100,000 tags', '/v1/posts', () => JSON.stringify({ ...post, tags: Array.from({ length: 100_000 }, () => 'x!') }), s.creator, 422],
+    ['post, 100,000 tags', '/v1/posts', () => JSON.stringify({ ...post, tags: Array.from({ length: 100_000 }, () => 'x!') }), s.creator, 413],
     ['post, 90,000 unknown properties (1 MB)', '/v1/posts', () => unknown({ type: 'ARTICLE', title: 'Bodies' }), s.creator, 413]
   ]
   const cpu: number[] = []
@@ -427,6 +431,59 @@ async function bodies (dialect: string, server: Instance, s: Session) {
   results.push({ dialect, fault: 'huge invalid bodies', requests: 20 * kinds.length, acknowledged: 20, lost: 0, errors, ok, notes: notes.join('; ') })
 }
 
+/**
+ * The normal client's p99 under the hostile flood. Two cores shared with CI's test suite; before
+ * the costs were bounded, four such requests in flight held /health for 3.3 s.
+ */
+const HOSTILE_P99_MS = 1000
+
+/** Costly requests from three clients (by X-Forwarded-For) beside a normal client's reads and writes. */
+async function hostile (dialect: string, server: Instance, s: Session) {
+  const url = `http://127.0.0.1:${server.port}`
+  const json = { 'content-type': 'application/json' }
+  const deep = (bytes: number) => '['.repeat(bytes / 2) + ']'.repeat(bytes / 2)
+  // the cheap-to-send first: after a closed connection autocannon starts its list again
+  const flood: CannonRequest[] = [
+    { method: 'GET', path: `/v1/posts?sort=${Array(2000).fill('title').join(',')}` },
+    { method: 'GET', path: `/v1/${'a'.repeat(15_000)}` },
+    { method: 'POST', path: '/v1/profiles', headers: json, body: deep(64 * 1024 - 2) },
+    { method: 'POST', path: '/v1/posts', headers: { ...s.user, ...json }, body: deep(1024 * 1024) },
+    { method: 'PUT', path: '/health', headers: json, body: deep(1024 * 1024) },
+    { method: 'POST', path: '/v1/nope', headers: json, body: deep(1024 * 1024) }
+  ]
+  let n = 0
+  const floodStatuses: Record<string, number> = {}
+  const hostileRun = autocannon({
+    url, connections: 6, duration: SECONDS, timeout: 30,
+    requests: flood.map(r => ({
+      ...r,
+      setupRequest: (req: CannonRequest) => ({ ...req, headers: { ...HTTPS, ...req.headers, 'x-forwarded-for': `203.0.113.${n++ % 3 + 1}` } }),
+      onResponse: (status: number) => { floodStatuses[status] = (floodStatuses[status] ?? 0) + 1 }
+    }))
+  })
+  const statuses: Record<string, number> = {}
+  const count = (status: number) => { statuses[status] = (statuses[status] ?? 0) + 1 }
+  let i = 0
+  const normalRun = autocannon({
+    url, connections: 4, duration: SECONDS, timeout: 30, headers: { ...HTTPS, 'x-forwarded-for': '198.51.100.1' },
+    requests: [
+      { method: 'GET', path: '/v1/posts?limit=20', onResponse: count },
+      { method: 'POST', path: '/v1/posts', headers: { ...s.creator, ...json }, setupRequest: (req) => ({ ...req, body: JSON.stringify({ title: `hostile ${i++} ${randomUUID()}`, type: 'ARTICLE' }) }), onResponse: count },
+      { method: 'GET', path: `/v1/posts/${s.baitPostId}`, onResponse: count }
+    ]
+  })
+  const [normal, flooded] = await Promise.all([normalRun, hostileRun])
+  const failed = Object.entries(statuses).filter(([k]) => Number(k) >= 500 || Number(k) < 200 || Number(k) >= 300).reduce((a, [, v]) => a + v, 0)
+  const fiveHundreds = Object.entries(floodStatuses).filter(([k]) => Number(k) >= 500).reduce((a, [, v]) => a + v, 0)
+  results.push({
+    dialect, fault: `hostile flood (${SECONDS}s)`, requests: normal.requests.total + flooded.requests.total, acknowledged: statuses['201'] ?? 0, lost: 0,
+    errors: failed + normal.errors + normal.timeouts + fiveHundreds,
+    ok: failed === 0 && normal.errors + normal.timeouts === 0 && fiveHundreds === 0 && normal.latency.p99 <= HOSTILE_P99_MS && normal.requests.total > 0,
+    notes: `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms (bound ${HOSTILE_P99_MS}), statuses ${JSON.stringify(statuses)}; ` +
+      `flood: ${flooded.requests.total} answered, statuses ${JSON.stringify(floodStatuses)}, connection errors ${flooded.errors}`
+  })
+}
+
 // ---------------------------------------------------------------- main
 async function runDialect (dialect: string) {
   const dir = mkdtempSync(join(tmpdir(), `roja-soak-${dialect}-`))
@@ -442,6 +499,7 @@ async function runDialect (dialect: string) {
     await server.start()
     const s = await session(server.port, store)
     if (PHASES.has('saturation')) await saturation(dialect, server, store, s)
+    if (PHASES.has('hostile')) await hostile(dialect, server, s)
     if (PHASES.has('sigterm')) await sigterm(dialect, server, store, s)
     if (PHASES.has('kill9')) await kill9(dialect, server, store, s)
     if (PHASES.has('outage') && store.stopDb) await dbOutage(dialect, server, store, s)

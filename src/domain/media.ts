@@ -133,7 +133,19 @@ export async function mediaUsage (db: Executor, ownerId: string, except?: string
 }
 
 function quotaExceeded (r: Pick<UploadReservation, 'room' | 'quota'>): AppError {
+  if (r.room === 0) return new AppError('StorageQuotaExceeded', `your storage quota of ${r.quota} bytes is used up (uploads in progress count); even an empty file needs room`)
   return new AppError('StorageQuotaExceeded', `the file is larger than the ${r.room} bytes left of your storage quota of ${r.quota} bytes (uploads in progress count)`)
+}
+
+function tooManyFiles (maxFiles: number): AppError {
+  return new AppError('StorageQuotaExceeded', `you keep at most ${maxFiles} files (uploads in progress count); delete one to upload another`)
+}
+
+// Uploads in progress for the owner, held against the file count as their bytes are against the quota.
+const uploadsInProgress = async (db: Executor, ownerId: string, now: string): Promise<number> => {
+  const row = await db.selectFrom('media_upload').select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where('owner_id', '=', ownerId).where('expires_at', '>', now).executeTakeFirst()
+  return Number(row?.n ?? 0)
 }
 
 // Holds the user's row while the quota is counted, so two uploads cannot both take the same room.
@@ -146,14 +158,17 @@ const lockOwner = (trx: Executor, ownerId: string) => lockForUpdate(trx, trx.sel
  * the room and never both fit into it. The room lasts `ttlMs` at most: a process that dies
  * mid-upload holds it no longer than that.
  */
-export async function reserveUpload (db: Db, ownerId: string, opts: { quota: number, wanted: number, ttlMs: number }): Promise<UploadReservation> {
+export async function reserveUpload (db: Db, ownerId: string, opts: { quota: number, maxFiles: number, wanted: number, ttlMs: number }): Promise<UploadReservation> {
   const id = randomUUID()
   return db.transaction().execute(async (trx) => {
     await lockOwner(trx, ownerId)
     const now = clockMs()
     await trx.deleteFrom('media_upload').where('owner_id', '=', ownerId).where('expires_at', '<=', new Date(now).toISOString()).execute()
     const usage = await mediaUsage(trx, ownerId)
+    // Files count as well as bytes: an empty file costs an inode and a row all the same.
+    if (usage.files + await uploadsInProgress(trx, ownerId, new Date(now).toISOString()) >= opts.maxFiles) throw tooManyFiles(opts.maxFiles)
     const room = Math.max(0, opts.quota - usage.used_bytes - usage.reserved_bytes)
+    if (room === 0) throw quotaExceeded({ room, quota: opts.quota })
     const bytes = Math.min(room, Math.max(0, opts.wanted))
     await trx.insertInto('media_upload')
       .values({ id, owner_id: ownerId, reserved_bytes: bytes, expires_at: new Date(now + opts.ttlMs).toISOString() }).execute()

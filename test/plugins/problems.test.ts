@@ -7,7 +7,8 @@ import contentType from '../../plugins/content-type.js'
 import problems from '../../plugins/problems.js'
 import { AppError } from '../../schemas/problems.js'
 import { PUBLIC_BODY_LIMIT } from '../../src/routes/guards.js'
-import { MAX_JSON_MEMBERS, membersOver } from '../../plugins/content-type.js'
+import { MAX_JSON_MEMBERS, MAX_JSON_VALUES } from '../../plugins/content-type.js'
+import { shapeFault } from '../../plugins/json-shape.js'
 import { build, json, testConfig, testFastify, whileMigrating } from '../helper.js'
 import { createCreator } from '../fixtures.js'
 
@@ -137,11 +138,13 @@ t.test('a validation answer and its log line stay small whatever the input', asy
   t.equal(few.errors.length, 20)
   t.match(few.detail, /; and 10 more$/)
 
-  // a post with 100,000 bad tags
-  const tags = Array.from({ length: 100_000 }, () => 'x!')
-  const tagged = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'T', tags } }), '100,000 bad tags')
+  // a post with 2,000 bad tags: checked up to the count rule; 100,000 of them are more values than any body holds
+  const tags = Array.from({ length: 2_000 }, () => 'x!')
+  const tagged = bounded(await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'T', tags } }), '2,000 bad tags')
   t.equal(tagged.errors[0].field, '/tags', 'the count rule comes first')
   t.equal(tagged.errors[0].rule, 'maxItems')
+  const flood = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'T', tags: Array.from({ length: 100_000 }, () => 'x!') } })
+  t.same([flood.statusCode, json(flood).detail], [413, `a JSON body holds at most ${MAX_JSON_VALUES} values`], '100,000 tags: refused before parsing')
 
   // one unknown property whose name is 500 KB
   const name = 'k'.repeat(500_000)
@@ -168,12 +171,18 @@ t.test('the routes anyone may call take a body of PUBLIC_BODY_LIMIT bytes, and o
   t.same(wrong, [], 'one byte more is 413 PayloadTooLarge on each')
 })
 
-t.test('membersOver counts the colons outside strings', async (t) => {
-  const cases: Array<[string, number, boolean]> = [
-    ['{"a":1,"b":2}', 2, false], ['{"a":1,"b":2}', 1, true], ['{"a":"x:y:z"}', 1, false],
-    ['{"a":"q\\":1","b":2}', 2, false], ['{"a\\\\":1,"b":2}', 1, true], ['[{"a":1},{"b":2},{"c":3}]', 2, true]
+t.test('shapeFault reads depth, members, values and control escapes outside and inside strings', async (t) => {
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+  const cases: Array<[string, string | undefined]> = [
+    ['{"a":1,"b":2}', undefined], [deep(32), undefined], [deep(33), 'depth'], [`{"a":${deep(31)}}`, undefined], [`{"a":${deep(32)}}`, 'depth'],
+    [`"${'['.repeat(100)}"`, undefined], ['{"a":"x:y:z,[{"}', undefined], ['{"a":"q\\":1","b":2}', undefined],
+    [`{${Array.from({ length: 10_000 }, (_, i) => `"k${i}":1`).join(',')}}`, undefined],
+    [`{${Array.from({ length: 10_001 }, (_, i) => `"k${i}":1`).join(',')}}`, 'members'],
+    [`[${Array(19_999).fill(1).join(',')}]`, undefined], [`[${Array(20_000).fill(1).join(',')}]`, 'values'],
+    ['"tab\\tnew\\nline\\rreturn\\u0009\\u000a\\u000D"', undefined], ['"\\u0001"', 'control'], ['"\\u001F"', 'control'], ['"\\u001f"', 'control'],
+    ['"\\b"', 'control'], ['"\\f"', 'control'], ['"\\u0020\\u007f\\u0100"', undefined], ['"\\\\u0001"', undefined], ['{"\\u0000":1}', 'control']
   ]
-  t.same(cases.filter(([text, max, over]) => membersOver(text, max) !== over).map(([text, max]) => `${text} over ${max}`), [])
+  t.same(cases.filter(([text, fault]) => shapeFault(text) !== fault).map(([text, fault]) => `${text.slice(0, 40)}: ${String(shapeFault(text))}, not ${String(fault)}`), [])
 })
 
 t.test('a body that is not JSON is 400 MalformedBody', async (t) => {

@@ -31,7 +31,7 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/classes', {
     config: { idempotent: true },
-    preHandler: fastify.requireCreator,
+    onRequest: fastify.requireCreator,
     schema: {
       tags, security, operationId: 'createClass', description: 'Active creators: opens a class, optionally for one of the caller\'s own COURSE posts (another creator\'s published course is 403; an article, a missing course or another creator\'s draft or scheduled course 422, alike). The caller owns the class.', summary: 'Open a class, optionally for one of your courses (creators)', headers: IdempotencyHeaders, body: ref(ClassCreate),
       response: { 201: ref(Class), ...errorResponses(...auth, 'UserNotCreator', 'UserNotOwner', 'Conflict') }

@@ -103,7 +103,7 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
       // The room an upload takes is what its body can hold: the file is never longer than the body.
       const length = Number(request.headers['content-length'])
       const wanted = Number.isSafeInteger(length) && length >= 0 ? Math.min(length, config.MAX_UPLOAD_BYTES) : config.MAX_UPLOAD_BYTES
-      const reservation = await reserveUpload(db, request.user.id, { quota: config.MEDIA_QUOTA_BYTES, wanted, ttlMs: config.REQUEST_TIMEOUT_MS + FINISH_MS })
+      const reservation = await reserveUpload(db, request.user.id, { quota: config.MEDIA_QUOTA_BYTES, maxFiles: config.MEDIA_QUOTA_FILES, wanted, ttlMs: config.REQUEST_TIMEOUT_MS + FINISH_MS })
       try {
         const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file, reservation), stored => storage.remove(stored.storage_key))
         const row = await createMedia(db, storage, reservation, upload)

@@ -44,7 +44,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 
   fastify.post('/posts', {
-    preHandler: fastify.requireCreator,
+    onRequest: fastify.requireCreator,
     config: { idempotent: true },
     schema: {
       tags,

@@ -65,7 +65,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/shops', {
     config: { idempotent: true },
-    preHandler: fastify.requireCreator,
+    onRequest: fastify.requireCreator,
     schema: {
       tags, security, operationId: 'createShop', description: 'Active creators: opens a shop owned by the caller.', summary: 'Open a shop (creators)', headers: IdempotencyHeaders, body: ref(ShopWrite),
       response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }

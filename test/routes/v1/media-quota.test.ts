@@ -107,7 +107,8 @@ t.test('the quota: exactly at it is accepted, one byte over is 413 StorageQuotaE
   before = await snapshot(app)
   const full = await upload(app, user, randomBytes(1))
   refusedForQuota(t, full, 'one byte more at a full quota')
-  t.match(json(full).detail, /0 bytes left of your storage quota of 4096 bytes/)
+  t.match(json(full).detail, /your storage quota of 4096 bytes is used up/)
+  refusedForQuota(t, await upload(app, user, Buffer.alloc(0)), 'an empty file at a full quota')
   t.same(await snapshot(app), before)
 
   // One file alone, on both sides of the boundary.
@@ -170,9 +171,9 @@ t.test('a reservation that outlived its time no longer counts, and its upload is
   const app = await build(t)
   const user = await createUser(app, { verified: true })
   const quota = 1000
-  const late = await reserveUpload(app.db, user.id, { quota, wanted: 800, ttlMs: -1 }) // already past its time
+  const late = await reserveUpload(app.db, user.id, { quota, maxFiles: 100, wanted: 800, ttlMs: -1 }) // already past its time
   t.equal(late.bytes, 800)
-  const next = await reserveUpload(app.db, user.id, { quota, wanted: 800, ttlMs: 60_000 })
+  const next = await reserveUpload(app.db, user.id, { quota, maxFiles: 100, wanted: 800, ttlMs: 60_000 })
   t.equal(next.bytes, 800, 'the lapsed room is free again')
   // The late upload still finishes within its own room, but the count under the owner's lock refuses its row.
   const stored = await storeUpload(app.mediaStorage, Readable.from([randomBytes(700)]), late)
@@ -224,4 +225,19 @@ t.test('GET /v1/users/me/media: the caller\'s own uploads, paged and sorted, wit
     t.equal(res.statusCode, 422, query)
     t.equal(json(res).code, 'ValidationFailed', query)
   }
+})
+
+t.test('files count as well as bytes: MEDIA_QUOTA_FILES stored files, empty ones included, then 413 before any byte', async (t) => {
+  const app = await build(t, { env: { MEDIA_QUOTA_FILES: '3' } })
+  const user = await createUser(app, { verified: true })
+  const statuses = []
+  for (const data of [Buffer.alloc(0), Buffer.alloc(0), randomBytes(10)]) statuses.push((await upload(app, user, data)).statusCode)
+  t.same(statuses, [201, 201, 201], 'three files, two of them empty, fit a count of three')
+  const before = await snapshot(app)
+  const fourth = await upload(app, user, Buffer.alloc(0))
+  refusedForQuota(t, fourth, 'a fourth, empty, file')
+  t.match(json(fourth).detail, /at most 3 files/)
+  t.same(await snapshot(app), before, 'no file, no row, no reservation')
+  const other = await createUser(app, { verified: true })
+  t.equal((await upload(app, other, Buffer.alloc(0))).statusCode, 201, 'the count is per user')
 })
