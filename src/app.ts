@@ -12,6 +12,7 @@ import mediaStorage from '../plugins/media-storage.js'
 import metrics from '../plugins/metrics.js'
 import openapi from '../plugins/openapi.js'
 import outbox, { type OutboxSettings } from '../plugins/outbox.js'
+import owner from '../plugins/owner.js'
 import type { TracingOptions } from '../plugins/tracing.js'
 import problems from '../plugins/problems.js'
 import rateLimit from '../plugins/rate-limit.js'
@@ -72,6 +73,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(underPressure)
   await fastify.register(auth, { findAccount, invalidToken, verificationKey })
   await fastify.register(etag)
+  await fastify.register(owner)
   await fastify.register(idempotency)
   await fastify.register(mediaStorage)
   await fastify.register(openapi, { version: PACKAGE_VERSION })

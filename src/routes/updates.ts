@@ -5,6 +5,7 @@ import { MERGE_PATCH_TYPES } from '../../schemas/merge-patch.js'
 import { AppError, errorResponses, type ProblemCode, type ValidationIssue } from '../../schemas/problems.js'
 import type { Static, TObject, TSchema } from '../../schemas/typebox.js'
 import { mergePatch, type Change } from '../domain/merge-patch.js'
+import type { OwnerRule } from '../../plugins/owner.js'
 import { security } from './guards.js'
 
 /** What the OpenAPI document says of one operation. */
@@ -27,6 +28,8 @@ export interface Updates<Params extends TSchema, Body extends TObject, Resource>
   patch: Described
   /** the PUT body that keeps the resource as it is: what a PATCH merges into */
   fieldsOf: (current: Resource) => Static<Body>
+  /** who may change it: both routes declare it, and the change hands the resource as it is to request.owned */
+  owner?: OwnerRule
   /** the one domain change behind both, with the route's owner and If-Match checks */
   run: (request: FastifyRequest<{ Params: Static<Params> }>, reply: FastifyReply, change: Change<Resource, Static<Body>>) => Promise<Resource>
 }
@@ -50,12 +53,12 @@ export function registerUpdates<Params extends TSchema, Body extends TObject, Re
     response: { 200: ref(u.response), ...errorResponses(...u.errors) }
   })
 
-  fastify.put(u.url, { config: { etag: true }, schema: schema(u.put, u.body) },
+  fastify.put(u.url, { config: { etag: true, owner: u.owner }, schema: schema(u.put, u.body) },
     async (request, reply) => u.run(request as Request, reply, request.body as Static<Body>))
 
   const putRules = { $ref: u.body.$id }
   fastify.patch(u.url, {
-    config: { etag: true, contentTypes: MERGE_PATCH_TYPES },
+    config: { etag: true, owner: u.owner, contentTypes: MERGE_PATCH_TYPES },
     // the handler words a refused null on a required member; every other failure stays as the validator said
     attachValidation: true,
     schema: {

@@ -2,12 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Alert, AlertList, AlertListQuery, AlertParams } from '../../../schemas/alerts.js'
 import { NotModified, QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { security } from '../guards.js'
-import { assertOwner } from '../../domain/ownership.js'
+import { authErrors, security } from '../guards.js'
 import { getAlert, listAlerts, resendAlert } from '../../domain/alerts.js'
 import { listReply } from '../replies.js'
 
-const AUTHENTICATED = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed')
+const AUTHENTICATED = errorResponses(...authErrors, 'ValidationFailed')
+const alertOwner = { of: ({ ownerId }: { ownerId: string }) => ownerId }
 
 /** The caller's alerts: read them, and have one e-mailed again. Own alerts only. */
 const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -29,22 +29,19 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/alerts/:alertId', {
-    config: { etag: true },
+    config: { etag: true, owner: alertOwner },
     schema: {
       tags: ['alerts'],
       operationId: 'getAlert', description: 'The alert\'s user only (others 403): one alert. Changes nothing.',
       summary: 'One of your alerts',
       security,
       params: AlertParams,
-      response: { 200: ref(Alert), 304: NotModified, ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
+      response: { 200: ref(Alert), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'AlertNotFound', 'ValidationFailed') }
     }
-  }, async (request) => {
-    const { ownerId, alert } = await getAlert(fastify.db, request.params.alertId)
-    assertOwner(request.user.id, ownerId)
-    return alert
-  })
+  }, async (request) => request.owned(await getAlert(fastify.db, request.params.alertId)).alert)
 
   fastify.post('/alerts/:alertId/resend', {
+    config: { owner: alertOwner },
     preHandler: fastify.mailRateLimit,
     schema: {
       tags: ['alerts'],
@@ -53,11 +50,10 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'The alert\'s user only (others 403): queues the alert\'s e-mail again, to the user\'s current address (202); `sent_at` changes once it is delivered. While that address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: AlertParams,
-      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'EmailNotVerified', 'AlertNotFound', 'ValidationFailed') }
+      response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailNotVerified', 'AlertNotFound', 'ValidationFailed') }
     }
   }, async (request, reply) => {
-    const { ownerId } = await getAlert(fastify.db, request.params.alertId)
-    assertOwner(request.user.id, ownerId)
+    request.owned(await getAlert(fastify.db, request.params.alertId))
     await resendAlert(fastify.db, request.params.alertId)
     return reply.code(202).send({ status: 'queued' as const })
   })

@@ -3,7 +3,7 @@ import { IfMatchHeaders, NoContent } from '../../../schemas/common.js'
 import { Comment, CommentList, CommentListQuery, CommentParams, CommentPatch, CommentWrite } from '../../../schemas/comments.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { commentFields, createComment, deleteComment, getComment, listComments, updateComment } from '../../domain/comments.js'
-import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import { registerUpdates } from '../updates.js'
 import { postChildRoutes } from './post-children.js'
 
@@ -29,11 +29,12 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change a comment (author), a JSON Merge Patch'
     },
     fieldsOf: commentFields,
-    run: (request, reply, change) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id,
-      change, ownerAndIfMatch(request, reply, authorOf))
+    owner: { of: authorOf },
+    run: (request, _reply, change) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/posts/:postId/comments/:commentId', {
+    config: { owner: { of: authorOf } },
     schema: {
       tags,
       security,
@@ -44,7 +45,7 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
+    await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 }

@@ -4,7 +4,6 @@ import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { EmailVerification, UserParams } from '../../../schemas/user-email.js'
 import { confirmEmail, resendVerification } from '../../domain/email-verification.js'
-import { assertOwner } from '../../domain/ownership.js'
 import { authErrors, publicBodyLimit, security } from '../guards.js'
 
 const tags = ['users']
@@ -41,7 +40,8 @@ const resend: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/users/:userId/verification-emails', {
     // self first (UserNotOwner), then the mail limits every mail-sending route shares
-    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.mailRateLimit],
+    config: { owner: { param: 'userId' } },
+    preHandler: fastify.mailRateLimit,
     schema: {
       tags,
       security,

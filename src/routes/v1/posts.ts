@@ -3,7 +3,7 @@ import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from 
 import { errorResponses } from '../../../schemas/problems.js'
 import { Post, PostCreate, PostList, PostListQuery, PostParams, PostPatch, PostUpdate } from '../../../schemas/posts.js'
 import { created, listReply } from '../replies.js'
-import { authErrors, ownerAndIfMatch, optionalSecurity, security, callerId } from '../guards.js'
+import { authErrors, optionalSecurity, security, callerId } from '../guards.js'
 import { createPost, deletePost, getPost, listPosts, postFields, updatePost } from '../../domain/posts.js'
 import { registerUpdates } from '../updates.js'
 
@@ -80,10 +80,12 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order'
     },
     fieldsOf: postFields,
-    run: (request, reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, ownerAndIfMatch(request, reply, creatorOf, { asCreator: true }))
+    owner: { of: creatorOf, creator: true },
+    run: (request, _reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/posts/:postId', {
+    config: { owner: { of: creatorOf } },
     schema: {
       tags,
       security,
@@ -94,7 +96,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deletePost(fastify.db, request.params.postId, request.user.id, ownerAndIfMatch(request, reply, creatorOf))
+    await deletePost(fastify.db, request.params.postId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 }

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
@@ -11,7 +10,7 @@ import {
   createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, productFields, shopFields,
   updateProduct, updateShop
 } from '../../domain/shops.js'
-import { ownedByCaller, ownerAndIfMatch, security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import { registerUpdates } from '../updates.js'
 
 const tags = ['shops']
@@ -58,10 +57,9 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
   // changing a shop or product needs creator rights still, deleting it only ownership
-  const ownShop = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ownerAndIfMatch(request, reply, ownerOfShop, { asCreator })
-  const ownProduct = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ({ shop, product }: { shop: ShopT, product: ProductT }) =>
-    ownerAndIfMatch<ProductT>(request, reply, () => shop.owner.id, { asCreator })(product)
-  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
+  const ownShop = { of: ownerOfShop }
+  const ownProduct = { of: ({ shop }: { shop: ShopT }) => shop.owner.id, item: ({ product }: { product: ProductT }) => product }
+  const auth = [...authErrors, 'ValidationFailed'] as const
 
   fastify.post('/shops', {
     config: { idempotent: true },
@@ -92,27 +90,29 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change some fields of a shop (owner), a JSON Merge Patch'
     },
     fieldsOf: shopFields,
-    run: (request, reply, change) => updateShop(db, request.params.shopId, change, ownShop(request, reply, true))
+    owner: { ...ownShop, creator: true },
+    run: (request, _reply, change) => updateShop(db, request.params.shopId, change, request.owned)
   })
 
   fastify.delete('/shops/:shopId', {
+    config: { owner: ownShop },
     schema: {
       tags, security, operationId: 'deleteShop', description: 'The shop\'s owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.', summary: 'Close a shop and remove its products (owner)', params: ShopParams, headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteShop(db, request.params.shopId, ownShop(request, reply))
+    await deleteShop(db, request.params.shopId, request.owned)
     return reply.code(204).send(null)
   })
 
   fastify.post('/shops/:shopId/products', {
-    config: { idempotent: true },
+    config: { idempotent: true, owner: { ...ownShop, creator: true } },
     schema: {
       tags, security, operationId: 'createProduct', description: 'The shop\'s owner only, while still a creator: adds a product to the shop.', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
       response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    const shop = await ownedByCaller(request, getShop(db, request.params.shopId), ownerOfShop, { asCreator: true })
+    const shop = request.owned(await getShop(db, request.params.shopId))
     const product = await createProduct(db, shop.id, request.body)
     return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
   })
@@ -134,16 +134,18 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change some fields of a product (shop owner), a JSON Merge Patch'
     },
     fieldsOf: productFields,
-    run: (request, reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, ownProduct(request, reply, true))
+    owner: { ...ownProduct, creator: true },
+    run: (request, _reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, request.owned)
   })
 
   fastify.delete('/shops/:shopId/products/:productId', {
+    config: { owner: ownProduct },
     schema: {
       tags, security, operationId: 'deleteProduct', description: 'The shop\'s owner only: removes the product. A stale If-Match is 412 and changes nothing.', summary: 'Remove a product (shop owner)', params: ProductParams, headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteProduct(db, request.params.shopId, request.params.productId, ownProduct(request, reply))
+    await deleteProduct(db, request.params.shopId, request.params.productId, request.owned)
     return reply.code(204).send(null)
   })
 }

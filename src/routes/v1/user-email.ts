@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { QueuedStatus, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import { UserParams } from '../../../schemas/user-email.js'
-import { assertOwner } from '../../domain/ownership.js'
 import { queueAccountSummary } from '../../domain/account-email.js'
 
 /** POST /users/{userId}/email: queues your account summary e-mail; self only. */
@@ -11,6 +10,7 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
 
   fastify.post('/users/:userId/email', {
+    config: { owner: { param: 'userId' } },
     preHandler: fastify.mailRateLimit,
     schema: {
       tags: ['users'],
@@ -21,10 +21,9 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
         'While the caller\'s address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: UserParams,
-      response: { 202: ref(QueuedStatus), ...errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'UserNotOwner', 'EmailNotVerified', 'ValidationFailed') }
+      response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailNotVerified', 'ValidationFailed') }
     }
   }, async (request, reply) => {
-    assertOwner(request.user.id, request.params.userId)
     await queueAccountSummary(fastify.db, request.user.id)
     return reply.code(202).send({ status: 'queued' as const })
   })

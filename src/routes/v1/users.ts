@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { assertOwner } from '../../domain/ownership.js'
 import { NotModified, ref } from '../../../schemas/common.js'
 import { CreatorPostListQuery, Post, PostList, UserPostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
@@ -47,9 +46,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/users/:userId/posts/:postId', {
-    // self first (UserNotOwner), then an active creator (UserNotCreator; banned users stop at authenticate)
-    preHandler: [async (request) => assertOwner(request.user.id, request.params.userId), fastify.requireCreator, fastify.mailRateLimit],
-    config: { etag: true },
+    // self and an active creator first (banned users stop at authenticate), then the mail limits; the post must be the caller's too
+    config: { etag: true, owner: { param: 'userId', creator: true, of: (post: Post) => post.creator.id } },
+    preHandler: fastify.mailRateLimit,
     schema: {
       tags,
       security,
@@ -58,8 +57,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       params: UserPostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }
     }
-  }, async (request) => getUserPost(fastify.db, request.params.userId, request.params.postId,
-    post => assertOwner(request.user.id, post.creator.id)))
+  }, async (request) => getUserPost(fastify.db, request.params.userId, request.params.postId, request.owned))
 }
 
 export default users
