@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
@@ -137,3 +138,105 @@ t.test('POST /v1/posts/{postId}/reviews with Idempotency-Key: replay creates not
   t.equal((await app.db.selectFrom('review').select('id').execute()).length, 1)
   t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 1, 'one alert')
 })
+
+t.test('PUT and PATCH /v1/posts/{postId}/reviews/{reviewId}: the author changes it; strangers 403, stale If-Match 412, bad bodies 422', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const author = await createUser(app)
+  const stranger = await createUser(app)
+  const post = await createPost(app, creator)
+  const created = await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/reviews`, headers: author.headers, payload: { rating: 2, text: 'Typo here' } })
+  const url = created.headers.location as string
+  const read = async () => app.inject({ method: 'GET', url })
+  const before = await read()
+
+  const put = await app.inject({ method: 'PUT', url, headers: { ...author.headers, 'if-match': before.headers.etag as string }, payload: { rating: 4, text: 'Fixed' } })
+  t.equal(put.statusCode, 200)
+  t.match(json(put), { id: json(created).id, rating: 4, text: 'Fixed', author: { id: author.id } })
+  t.not(put.headers.etag, before.headers.etag, 'a new ETag')
+  t.equal((await read()).headers.etag, put.headers.etag, 'the ETag PUT answers is the one GET sends')
+
+  const stale = await app.inject({ method: 'PUT', url, headers: { ...author.headers, 'if-match': before.headers.etag as string }, payload: { rating: 1 } })
+  t.equal(stale.statusCode, 412)
+  t.equal(json(stale).code, 'PreconditionFailed')
+  const notAuthor = await app.inject({ method: 'PATCH', url, headers: stranger.headers, payload: { rating: 1 } })
+  t.equal(notAuthor.statusCode, 403)
+  t.equal(json(notAuthor).code, 'UserNotOwner')
+  t.equal((await app.inject({ method: 'PUT', url, headers: creator.headers, payload: { rating: 1 } })).statusCode, 403, 'not the post\'s creator either')
+  for (const payload of [{ rating: 6 }, { rating: null }, { text: 'x', extra: 1 }]) {
+    t.equal((await app.inject({ method: 'PATCH', url, headers: author.headers, payload })).statusCode, 422, JSON.stringify(payload))
+  }
+  t.equal((await app.inject({ method: 'PUT', url, headers: author.headers, payload: { text: 'no rating' } })).statusCode, 422, 'PUT needs the rating')
+  t.match(json(await read()), { rating: 4, text: 'Fixed' }, 'nothing written by the refused requests')
+
+  const patched = await app.inject({ method: 'PATCH', url, headers: { ...author.headers, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ text: null }) })
+  t.equal(patched.statusCode, 200)
+  t.match(json(patched), { rating: 4, text: null }, 'null clears the text, the rating is kept')
+  const put2 = await app.inject({ method: 'PUT', url, headers: author.headers, payload: { rating: 5 } })
+  t.match(json(put2), { rating: 5, text: null }, 'PUT replaces: an absent text is null')
+
+  const draft = await createPost(app, creator, { published_at: null })
+  const own = await insertReview(app, draft.id, stranger.id)
+  const hidden = await app.inject({ method: 'PUT', url: `/v1/posts/${draft.id}/reviews/${own}`, headers: stranger.headers, payload: { rating: 1 } })
+  t.equal(hidden.statusCode, 404, 'a review of a post the caller cannot see is 404')
+  t.equal(json(hidden).code, 'PostNotFound')
+  t.equal((await app.inject({ method: 'PUT', url: `/v1/posts/${post.id}/reviews/${MISSING}`, headers: author.headers, payload: { rating: 1 } })).statusCode, 404)
+})
+
+t.test('DELETE /v1/posts/{postId}/reviews/{reviewId}: the author withdraws it with its alert; totals exact; one review per person still', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app, { verified: true })
+  const author = await createUser(app)
+  const other = await createUser(app)
+  const post = await createPost(app, creator)
+  const list = `/v1/posts/${post.id}/reviews`
+  const mine = await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 1 } })
+  await app.inject({ method: 'POST', url: list, headers: other.headers, payload: { rating: 5 } })
+  const url = mine.headers.location as string
+  const alerts = async () => (await app.db.selectFrom('alert').select(['review_id']).execute()).map(a => a.review_id).sort()
+  const mail = async () => (await app.db.selectFrom('outbox_message').select('id').where('alert_id', 'is not', null).execute()).length
+  t.same(await alerts(), [json(mine).id, (await app.db.selectFrom('review').select('id').where('author_id', '=', other.id).executeTakeFirstOrThrow()).id].sort())
+  t.equal(await mail(), 2)
+  const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
+
+  t.equal((await app.inject({ method: 'DELETE', url })).statusCode, 401)
+  const stranger = await app.inject({ method: 'DELETE', url, headers: other.headers })
+  t.equal(stranger.statusCode, 403)
+  t.equal(json(stranger).code, 'UserNotOwner')
+  const stale = await app.inject({ method: 'DELETE', url, headers: { ...author.headers, 'if-match': '"stale"' } })
+  t.equal(stale.statusCode, 412)
+  t.equal(json(await app.inject({ method: 'GET', url: list })).total, 2, 'nothing removed by the refused requests')
+
+  const gone = await app.inject({ method: 'DELETE', url, headers: { ...author.headers, 'if-match': etag } })
+  t.equal(gone.statusCode, 204)
+  t.equal(gone.body, '')
+  t.equal((await app.inject({ method: 'GET', url })).statusCode, 404)
+  t.equal(json(await app.inject({ method: 'GET', url: list })).total, 1, 'the total is exact at once')
+  t.equal((await alerts()).length, 1, 'the alert the review raised went with it')
+  t.equal(await mail(), 1, 'and its unsent e-mail')
+  const again = await app.inject({ method: 'DELETE', url, headers: author.headers })
+  t.equal(again.statusCode, 404, 'a second DELETE is 404')
+  t.equal(json(again).code, 'ResourceNotFound')
+
+  const anew = await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 3 } })
+  t.equal(anew.statusCode, 201, 'the author may review the post again')
+  t.equal((await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 4 } })).statusCode, 409, 'still once per person')
+})
+
+t.test('deleting a post takes its reviews and their alerts with it', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const reader = await createUser(app)
+  const post = await createPost(app, creator)
+  await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/reviews`, headers: reader.headers, payload: { rating: 4 } })
+  t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 1)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${post.id}`, headers: creator.headers })).statusCode, 204)
+  t.equal((await app.db.selectFrom('review').select('id').execute()).length, 0)
+  t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 0)
+})
+
+async function insertReview (app: Awaited<ReturnType<typeof build>>, postId: string, authorId: string): Promise<string> {
+  const id = randomUUID()
+  await app.db.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: 3, text: null, created_at: new Date().toISOString() }).execute()
+  return id
+}
