@@ -25,7 +25,8 @@ export type ClassCreate = Static<typeof ClassCreate>
 export const ClassPatch = MergePatchOf(ClassCreate, {
   $id: 'ClassPatch',
   title: 'ClassPatch',
-  description: 'JSON Merge Patch of ClassCreate: a member present replaces the field, null clears course_id or starts_date, an absent one is kept'
+  description: 'JSON Merge Patch of ClassCreate: a member present replaces the field, null clears course_id or starts_date, ' +
+    'an absent one is kept'
 })
 export type ClassPatch = Static<typeof ClassPatch>
 
@@ -65,7 +66,8 @@ export type StudentCreate = Static<typeof StudentCreate>
 export const StudentPatch = MergePatchOf(StudentCreate, {
   $id: 'StudentPatch',
   title: 'StudentPatch',
-  description: 'JSON Merge Patch of StudentCreate: a member present replaces the field, null clears last_name or email, an absent one is kept'
+  description: 'JSON Merge Patch of StudentCreate: a member present replaces the field, null clears last_name or email, ' +
+    'an absent one is kept'
 })
 export type StudentPatch = Static<typeof StudentPatch>
 

@@ -37,7 +37,8 @@ export type ChapterCreate = Static<typeof ChapterCreate>
 export const ChapterPatch = MergePatchOf(ChapterCreate, {
   $id: 'ChapterPatch',
   title: 'ChapterPatch',
-  description: 'JSON Merge Patch of ChapterCreate: a member present replaces the field (a position moves the chapter), an absent one is kept',
+  description: 'JSON Merge Patch of ChapterCreate: a member present replaces the field (a position moves the chapter), ' +
+    'an absent one is kept',
   members: { position: PATCH_POSITION }
 })
 export type ChapterPatch = Static<typeof ChapterPatch>
@@ -65,8 +66,8 @@ export type LessonCreate = Static<typeof LessonCreate>
 export const LessonPatch = MergePatchOf(LessonCreate, {
   $id: 'LessonPatch',
   title: 'LessonPatch',
-  description: 'JSON Merge Patch of LessonCreate: a member present replaces the field (a position moves the lesson), null clears the body, ' +
-    'an absent one is kept',
+  description: 'JSON Merge Patch of LessonCreate: a member present replaces the field (a position moves the lesson), null clears the ' +
+    'body, an absent one is kept',
   members: { position: PATCH_POSITION }
 })
 export type LessonPatch = Static<typeof LessonPatch>

@@ -47,9 +47,13 @@ export const DECLARED = {
    */
   collections: {
     '/auth/token': { without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'the RFC 6749 token endpoint: it issues a token, not a resource' },
-    '/email-verifications': { without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'confirms an address with a mailed token; nothing is made to read or change' },
+    '/email-verifications': {
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'confirms an address with a mailed token; nothing is made to read or change'
+    },
     '/media': { without: ['PUT', 'PATCH'], reason: 'the bytes of a medium never change: upload a new file, then delete the old one' },
-    '/profiles': { without: ['DELETE'], reason: 'the caller\'s own profile is the account: it ends at DELETE /profiles/me with the current password (§7)' }
+    '/profiles': {
+      without: ['DELETE'], reason: 'the caller\'s own profile is the account: it ends at DELETE /profiles/me with the current password (§7)'
+    }
   } as Record<string, { without: string[], reason: string }>
 }
 

@@ -110,7 +110,8 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
  * PUT and PATCH: replaces the name, course and start date (absent or null: none). A course must
  * still be one of the caller's own (as on create: 422, or 403 for another creator's published one).
  */
-export async function updateClass (db: Db, classId: string, viewerId: string, change: Change<Class, ClassCreate>, guard: Guard<Class>): Promise<Class> {
+export async function updateClass (db: Db, classId: string, viewerId: string, change: Change<Class, ClassCreate>,
+  guard: Guard<Class>): Promise<Class> {
   return db.transaction().execute(async (trx) => {
     const current = await lockClass(trx, classId, viewerId)
     guard(current)
@@ -193,7 +194,8 @@ export function studentFields (student: Student): StudentCreate {
   return { first_name: student.first_name, last_name: student.last_name, sex: student.sex, email: student.email }
 }
 
-export async function deleteStudent (db: Db, classId: string, studentId: string, viewerId: string, guard: Guard<{ cls: Class, student: Student }>): Promise<void> {
+export async function deleteStudent (db: Db, classId: string, studentId: string, viewerId: string,
+  guard: Guard<{ cls: Class, student: Student }>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     guard(await lockStudent(trx, classId, studentId, viewerId))
     await trx.deleteFrom('student').where('id', '=', studentId).where('class_id', '=', classId).execute()

@@ -211,7 +211,8 @@ export function chapterFields (chapter: Chapter): ChapterCreate {
 }
 
 /** Removes a chapter with its lessons (ON DELETE CASCADE); the later chapters move up one place. */
-export async function deleteChapter (db: Db, chapterId: string, viewerId: string, guard: Guard<{ course: Course, chapter: Chapter }>): Promise<void> {
+export async function deleteChapter (db: Db, chapterId: string, viewerId: string,
+  guard: Guard<{ course: Course, chapter: Chapter }>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const current = await lockChapter(trx, chapterId, viewerId)
     guard(current)
@@ -254,7 +255,8 @@ export function lessonFields (lesson: Lesson): LessonCreate {
 }
 
 /** Removes a lesson; the later lessons of its chapter move up one place. */
-export async function deleteLesson (db: Db, lessonId: string, viewerId: string, guard: Guard<{ course: Course, lesson: Lesson }>): Promise<void> {
+export async function deleteLesson (db: Db, lessonId: string, viewerId: string,
+  guard: Guard<{ course: Course, lesson: Lesson }>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const current = await lockLesson(trx, lessonId, viewerId)
     guard(current)
@@ -277,12 +279,14 @@ async function lockLesson (trx: Db, lessonId: string, viewerId: string): Promise
  * is; past the end: the last), shifting the items between its old and new place by one, so the
  * places stay 1..n with none taken twice.
  */
-async function move (trx: Db, table: 'chapter' | 'lesson', parentId: string, item: { id: string, position: number }, wanted: number | undefined): Promise<number> {
+async function move (trx: Db, table: 'chapter' | 'lesson', parentId: string, item: { id: string, position: number },
+  wanted: number | undefined): Promise<number> {
   if (wanted === undefined || wanted === item.position) return item.position
   // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
   const t = table as 'chapter'
   const column = PARENT[table].parentColumn as 'course_id'
-  const { n } = await trx.selectFrom(t).select(eb => eb.fn.countAll<number | string>().as('n')).where(column, '=', parentId).executeTakeFirstOrThrow()
+  const { n } = await trx.selectFrom(t).select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where(column, '=', parentId).executeTakeFirstOrThrow()
   const to = Math.min(wanted, Number(n))
   if (to === item.position) return to
   const down = to < item.position

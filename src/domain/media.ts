@@ -218,7 +218,8 @@ export async function getMedia (db: Db, id: string): Promise<MediaRow> {
  * row (404) and frees nothing. `guard` runs against the row as it is, after the owner check
  * (the route's If-Match). Exported for whatever else ends an owner's media (account deletion).
  */
-export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: string, mediaId: string, guard: (current: MediaRow) => void = () => {}): Promise<void> {
+export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: string, mediaId: string,
+  guard: (current: MediaRow) => void = () => {}): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockOwner(trx, ownerId)
     const row = await trx.selectFrom('media').selectAll().where('id', '=', mediaId).executeTakeFirst()
@@ -235,7 +236,7 @@ export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: strin
   })
 }
 
-/** LIKE patterns of a URL (on any allowed media host) that serves this media: a path ending in /v1/media/{id}, then perhaps a query or fragment. */
+/** LIKE patterns of a URL that serves this media, on any allowed host: a path ending in /v1/media/{id}, perhaps a query or fragment. */
 function urlPatterns (mediaId: string): string[] {
   const path = `%/v1/media/${mediaId}`
   return [path, `${path}?%`, `${path}#%`]

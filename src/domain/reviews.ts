@@ -88,7 +88,8 @@ export async function createReview (db: Executor, postId: string, authorId: stri
  * PUT and PATCH: replaces the rating and text. The author and the post stay, so the rule of one
  * review per user and post holds as it was.
  */
-export async function updateReview (db: Executor, postId: string, reviewId: string, viewerId: string, change: Change<Review, ReviewCreate>, guard: ReviewGuard): Promise<Review> {
+export async function updateReview (db: Executor, postId: string, reviewId: string, viewerId: string, change: Change<Review, ReviewCreate>,
+  guard: ReviewGuard): Promise<Review> {
   return db.transaction().execute(async (trx) => {
     const current = await lockReview(trx, postId, reviewId, viewerId)
     guard(current)

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
-  Class, ClassCreate, ClassList, ClassListQuery, ClassParams, ClassPatch, Student, StudentCreate, StudentList, StudentListQuery, StudentParams,
-  StudentPatch
+  Class, ClassCreate, ClassList, ClassListQuery, ClassParams, ClassPatch, Student, StudentCreate, StudentList, StudentListQuery,
+  StudentParams, StudentPatch
 } from '../../../schemas/classes.js'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
@@ -94,9 +94,11 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
   const { db } = fastify
   // changing a class or a student needs creator rights still, removing one only ownership
-  const ownClass = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ownerAndIfMatch(request, reply, ownerOfClass, { asCreator })
-  const ownStudent = (request: FastifyRequest, reply: FastifyReply, asCreator = false) => ({ cls, student }: { cls: Class, student: Student }) =>
-    ownerAndIfMatch<Student>(request, reply, () => cls.owner.id, { asCreator })(student)
+  const ownClass = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ownerAndIfMatch(request, reply, ownerOfClass, { asCreator })
+  const ownStudent = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ({ cls, student }: { cls: Class, student: Student }) =>
+      ownerAndIfMatch<Student>(request, reply, () => cls.owner.id, { asCreator })(student)
   const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
 
   registerUpdates(fastify, {
@@ -109,15 +111,16 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateClass',
-      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its name, ' +
-        'course and start date (absent: none). The course must be one of the caller\'s own, as on create. A stale If-Match is 412 and changes nothing.',
+      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its ' +
+        'name, course and start date (absent: none). The course must be one of the caller\'s own, as on create. A stale If-Match is ' +
+        '412 and changes nothing.',
       summary: 'Replace a class\'s writable fields (owner)'
     },
     patch: {
       operationId: 'patchClass',
-      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start date: ' +
-        'a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is kept. ' +
-        'The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start ' +
+        'date: a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is ' +
+        'kept. The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a class (owner), a JSON Merge Patch'
     },
     fieldsOf: classFields,
@@ -147,14 +150,14 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateStudent',
-      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the student\'s ' +
-        'writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.',
+      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the ' +
+        'student\'s writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a student\'s writable fields (class owner)'
     },
     patch: {
       operationId: 'patchStudent',
-      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student\'s fields: a member ' +
-        'present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. ' +
+      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student\'s fields: a ' +
+        'member present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. ' +
         'The merged student must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a student (class owner), a JSON Merge Patch'
     },

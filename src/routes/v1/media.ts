@@ -8,7 +8,9 @@ import { IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/co
 import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { authErrors, ownerAndIfMatch, security } from '../guards.js'
-import { bytesEtag, createMedia, deleteMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia, type MediaRow } from '../../domain/media.js'
+import {
+  bytesEtag, createMedia, deleteMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia, type MediaRow
+} from '../../domain/media.js'
 import { requireVerifiedAddress } from '../../domain/email-verification.js'
 import { etagMatches } from '../../../plugins/etag.js'
 import { created } from '../replies.js'
@@ -120,14 +122,16 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
         tags: ['media'],
         operationId: 'deleteMedia',
         description: 'The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; ' +
-          'the caller\'s own avatar_url and posts\' media_url that name its URL are cleared in the same change. Anyone else\'s copy of the URL ' +
-          'then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 and removes nothing. ' +
-          'A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
+          'the caller\'s own avatar_url and posts\' media_url that name its URL are cleared in the same change. Anyone else\'s copy of ' +
+          'the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 ' +
+          'and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
         summary: 'Delete an uploaded file, free its quota, clear your references to it (uploader)',
         security,
         params: MediaParams,
         headers: IfMatchHeaders,
-        response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'MediaNotFound', 'ValidationFailed', 'PreconditionFailed') }
+        response: {
+          204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'MediaNotFound', 'ValidationFailed', 'PreconditionFailed')
+        }
       }
     }, async (request, reply) => {
       const { config, db } = fastify

@@ -19,7 +19,8 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     body: ReviewCreate,
     patchBody: ReviewPatch,
     response: Review,
-    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed'],
+    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType',
+      'PreconditionFailed'],
     put: {
       operationId: 'updateReview',
       description: 'The review\'s author only (others 403; 404 where the post is hidden from the caller): replaces its rating and text ' +
@@ -42,15 +43,19 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteReview',
-      description: 'The review\'s author only (others 403): withdraws the review, and the alert it raised for the post\'s creator with it. ' +
-        'The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
+      description: 'The review\'s author only (others 403): withdraws the review, and the alert it raised for the post\'s creator with ' +
+        'it. The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
       summary: 'Withdraw a review (author)',
       params: ReviewParams,
       headers: IfMatchHeaders,
-      response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed') }
+      response: {
+        204: NoContent,
+        ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed')
+      }
     }
   }, async (request, reply) => {
-    await deleteReview(fastify.db, request.params.postId, request.params.reviewId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
+    const { postId, reviewId } = request.params
+    await deleteReview(fastify.db, postId, reviewId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
     return reply.code(204).send(null)
   })
 }
