@@ -56,21 +56,21 @@ const targets: Target[] = [
     name: 'review',
     create: async (app, owner) => {
       const post = await createPost(app, owner)
-      const review = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/reviews`, headers: owner.headers, payload: { rating: 3 } }))
+      const review = await created(app, owner, `/v1/posts/${post.id}/reviews`, { rating: 3 })
       return `/v1/posts/${post.id}/reviews/${review.id}`
     },
     body: n => ({ rating: (n % 5) + 1, text: `twin ${n}` })
   },
   {
     name: 'class',
-    create: async (app, owner) => `/v1/classes/${json(await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'Class' } })).id}`,
+    create: async (app, owner) => `/v1/classes/${(await created(app, owner, '/v1/classes', { name: 'Class' })).id}`,
     body: n => ({ name: `Class twin ${n}` })
   },
   {
     name: 'student',
     create: async (app, owner) => {
-      const cls = json(await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'Class' } }))
-      const student = json(await app.inject({ method: 'POST', url: `/v1/classes/${cls.id}/students`, headers: owner.headers, payload: { first_name: 'Ann', sex: 'F' } }))
+      const cls = await created(app, owner, '/v1/classes', { name: 'Class' })
+      const student = await created(app, owner, `/v1/classes/${cls.id}/students`, { first_name: 'Ann', sex: 'F' })
       return `/v1/classes/${cls.id}/students/${student.id}`
     },
     body: n => ({ first_name: `Twin ${n}`, sex: 'X' })
@@ -84,7 +84,7 @@ const targets: Target[] = [
     name: 'lesson',
     create: async (app, owner) => {
       const chapter = await chapterOf(app, owner)
-      const lesson = json(await app.inject({ method: 'POST', url: `/v1/courses/${chapter.course_id}/chapters/${chapter.id}/lessons`, headers: owner.headers, payload: { title: 'Lesson' } }))
+      const lesson = await created(app, owner, `/v1/courses/${chapter.course_id}/chapters/${chapter.id}/lessons`, { title: 'Lesson' })
       return `/v1/lessons/${lesson.id}`
     },
     body: n => ({ title: `Lesson twin ${n}`, body: `text ${n}` })
@@ -94,7 +94,12 @@ const targets: Target[] = [
 /** A chapter of a new course of `owner`'s. */
 async function chapterOf (app: FastifyInstance, owner: TestUser) {
   const course = await createPost(app, owner, { type: 'COURSE' })
-  return json(await app.inject({ method: 'POST', url: `/v1/courses/${course.id}/chapters`, headers: owner.headers, payload: { title: 'Chapter' } }))
+  return created(app, owner, `/v1/courses/${course.id}/chapters`, { title: 'Chapter' })
+}
+
+/** The resource a POST by `owner` made. */
+async function created (app: FastifyInstance, owner: TestUser, url: string, payload: object) {
+  return json(await app.inject({ method: 'POST', url, headers: owner.headers, payload }))
 }
 
 // A PATCH merges inside the transaction that checks If-Match, so its twins race like PUT's (each

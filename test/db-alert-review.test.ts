@@ -17,7 +17,10 @@ t.test(`${MIGRATION}: review alerts from before name their review; the alert goe
   t.error((await whileMigrating(() => migrator.migrateTo(BEFORE))).error)
 
   const now = writeTimeIso()
-  const user = (username: string) => ({ id: randomUUID(), username, email: `${username}@example.com`, password_hash: 'x', is_active: true, is_creator: true, created_at: now, updated_at: now })
+  const user = (username: string) => ({
+    id: randomUUID(), username, email: `${username}@example.com`, password_hash: 'x', is_active: true, is_creator: true,
+    created_at: now, updated_at: now
+  })
   // `ann_b` and `ann-b` differ where LIKE's `_` would match either: the match must be exact
   const [creator, ann, annDash] = [user('creator'), user('ann_b'), user('ann-b')]
   await db.insertInto('user').values([creator, ann, annDash]).execute()
@@ -28,9 +31,11 @@ t.test(`${MIGRATION}: review alerts from before name their review; the alert goe
   }).execute()
   const reviewOf = { [ann.id]: randomUUID(), [annDash.id]: randomUUID() }
   for (const author of [ann, annDash]) {
-    await db.insertInto('review').values({ id: reviewOf[author.id], post_id: postId, author_id: author.id, rating: 4, text: null, created_at: now }).execute()
+    const review = { id: reviewOf[author.id], post_id: postId, author_id: author.id, rating: 4, text: null, created_at: now }
+    await db.insertInto('review').values(review).execute()
   }
-  const alert = (kind: string, message: string) => ({ id: randomUUID(), user_id: creator.id, kind, message, post_id: postId, created_at: now, sent_at: null })
+  const alert = (kind: string, message: string) =>
+    ({ id: randomUUID(), user_id: creator.id, kind, message, post_id: postId, created_at: now, sent_at: null })
   const alerts = [
     alert('review', 'ann_b left a review on your post "P"'),
     alert('review', 'ann-b left a review on your post "P"'),
@@ -39,14 +44,18 @@ t.test(`${MIGRATION}: review alerts from before name their review; the alert goe
   await db.insertInto('alert').values(alerts).execute()
 
   t.error((await whileMigrating(() => migrator.migrateTo(MIGRATION))).error)
-  const reviewIds = async () => Object.fromEntries((await db.selectFrom('alert').select(['id', 'review_id']).execute()).map(a => [a.id, a.review_id]))
-  t.same(await reviewIds(), { [alerts[0].id]: reviewOf[ann.id], [alerts[1].id]: reviewOf[annDash.id], [alerts[2].id]: null }, 'each review alert names its own review')
+  const reviewIds = async () =>
+    Object.fromEntries((await db.selectFrom('alert').select(['id', 'review_id']).execute()).map(a => [a.id, a.review_id]))
+  t.same(await reviewIds(), { [alerts[0].id]: reviewOf[ann.id], [alerts[1].id]: reviewOf[annDash.id], [alerts[2].id]: null },
+    'each review alert names its own review')
 
   await db.deleteFrom('review').where('id', '=', reviewOf[ann.id]).execute()
   t.same(Object.keys(await reviewIds()).sort(), [alerts[1].id, alerts[2].id].sort(), 'the alert goes with its review')
 
   t.error((await whileMigrating(() => migrator.migrateDown())).error)
-  const columns = (await db.introspection.getTables()).find(table => table.name === 'alert' && (table.schema === schema || schema === undefined))!.columns.map(c => c.name)
+  const tables = await db.introspection.getTables()
+  const alertTable = tables.find(table => table.name === 'alert' && (table.schema === schema || schema === undefined))
+  const columns = alertTable!.columns.map(c => c.name)
   t.notOk(columns.includes('review_id'), 'down drops the column')
   t.equal((await db.selectFrom('alert').select('id').execute()).length, 2, 'and keeps the alerts')
 })

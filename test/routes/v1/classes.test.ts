@@ -300,7 +300,7 @@ t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other 
   t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students/nope`, headers: owner.headers })).statusCode, 422)
 })
 
-t.test('PUT and PATCH /v1/classes/{classId}: the owner changes it; others 403 (404 when hidden), stale If-Match 412, bad bodies 422', async (t) => {
+t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden), stale If-Match 412, bad bodies 422', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -311,23 +311,25 @@ t.test('PUT and PATCH /v1/classes/{classId}: the owner changes it; others 403 (4
   const read = () => app.inject({ method: 'GET', url, headers: owner.headers })
   const before = await read()
 
-  const put = await app.inject({ method: 'PUT', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { name: 'Morning', course_id: course } })
+  const put = await write(app, 'PUT', url, owner, { name: 'Morning', course_id: course }, before.headers.etag)
   t.equal(put.statusCode, 200)
-  t.match(json(put), { id: cls.id, name: 'Morning', course_id: course, starts_date: null, owner: { id: owner.id } }, 'PUT replaces: an absent start date is null')
+  t.match(json(put), { id: cls.id, name: 'Morning', course_id: course, starts_date: null, owner: { id: owner.id } },
+    'PUT replaces: an absent start date is null')
   t.equal((await read()).headers.etag, put.headers.etag)
-  const stale = await app.inject({ method: 'PATCH', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { name: 'x' } })
+  const stale = await write(app, 'PATCH', url, owner, { name: 'x' }, before.headers.etag)
   t.equal(stale.statusCode, 412)
   const notOwner = await app.inject({ method: 'PATCH', url, headers: other.headers, payload: { name: 'Mine now' } })
   t.equal(notOwner.statusCode, 403)
   t.equal(json(notOwner).code, 'UserNotOwner')
-  for (const payload of [{ name: null }, { name: '' }, { starts_date: '2026-13-01' }, { course_id: randomUUID() }, { owner_id: other.id }]) {
+  const broken = [{ name: null }, { name: '' }, { starts_date: '2026-13-01' }, { course_id: randomUUID() }, { owner_id: other.id }]
+  for (const payload of broken) {
     const res = await app.inject({ method: 'PATCH', url, headers: owner.headers, payload })
     t.equal(res.statusCode, 422, JSON.stringify(payload))
   }
-  t.equal(json(await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { course_id: othersCourse } })).code, 'UserNotOwner', 'another creator\'s course')
+  t.equal(json(await write(app, 'PATCH', url, owner, { course_id: othersCourse })).code, 'UserNotOwner', 'another creator\'s course')
   t.match(json(await read()), { name: 'Morning', course_id: course, starts_date: null }, 'nothing written by the refused requests')
 
-  const patched = await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { course_id: null, starts_date: '2027-01-11' } })
+  const patched = await write(app, 'PATCH', url, owner, { course_id: null, starts_date: '2027-01-11' })
   t.equal(patched.statusCode, 200)
   t.match(json(patched), { name: 'Morning', course_id: null, starts_date: '2027-01-11' })
 
@@ -357,7 +359,8 @@ t.test('DELETE /v1/classes/{classId}: the owner closes it and its students go in
   t.equal(res.statusCode, 204)
   t.equal(res.body, '')
   t.equal(await total(), 1, 'the total is exact at once')
-  t.same((await app.db.selectFrom('student').select('first_name').execute()).map(s => s.first_name), ['D'], 'its students went, the other class\'s stayed')
+  const students = await app.db.selectFrom('student').select('first_name').execute()
+  t.same(students.map(s => s.first_name), ['D'], 'its students went, the other class\'s stayed')
   const again = await app.inject({ method: 'DELETE', url, headers: owner.headers })
   t.equal(again.statusCode, 404)
   t.equal(json(again).code, 'ClassNotFound')
@@ -377,21 +380,22 @@ t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class 
   const list = async () => json(await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students`, headers: owner.headers }))
   const before = await read()
 
-  const patched = await app.inject({ method: 'PATCH', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { last_name: 'Somerville', email: null } })
+  const patched = await write(app, 'PATCH', url, owner, { last_name: 'Somerville', email: null }, before.headers.etag)
   t.equal(patched.statusCode, 200)
   t.match(json(patched), { first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: null })
-  const put = await app.inject({ method: 'PUT', url, headers: { ...owner.headers, 'if-match': patched.headers.etag as string }, payload: { first_name: 'Mary', sex: 'X' } })
+  const put = await write(app, 'PUT', url, owner, { first_name: 'Mary', sex: 'X' }, patched.headers.etag)
   t.match(json(put), { first_name: 'Mary', last_name: null, sex: 'X', email: null }, 'PUT replaces')
-  t.equal((await app.inject({ method: 'PUT', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { first_name: 'Z', sex: 'M' } })).statusCode, 412)
+  t.equal((await write(app, 'PUT', url, owner, { first_name: 'Z', sex: 'M' }, before.headers.etag)).statusCode, 412)
   t.equal(json(await app.inject({ method: 'PATCH', url, headers: other.headers, payload: { first_name: 'Z' } })).code, 'UserNotOwner')
   for (const payload of [{ sex: 'Q' }, { first_name: null }, { email: 'not an address' }, { class_id: otherClass.id }]) {
     t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
   }
-  t.equal(json(await app.inject({ method: 'PATCH', url: `/v1/classes/${otherClass.id}/students/${student.id}`, headers: owner.headers, payload: { first_name: 'Z' } })).code, 'StudentNotFound')
+  const elsewhere = `/v1/classes/${otherClass.id}/students/${student.id}`
+  t.equal(json(await write(app, 'PATCH', elsewhere, owner, { first_name: 'Z' })).code, 'StudentNotFound')
   t.same(json(await read()), json(put), 'nothing written by the refused requests')
 
   t.equal(json(await app.inject({ method: 'DELETE', url, headers: other.headers })).code, 'UserNotOwner')
-  t.equal((await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string } })).statusCode, 412)
+  t.equal((await write(app, 'DELETE', url, owner, undefined, before.headers.etag)).statusCode, 412)
   t.equal((await list()).total, 2)
   const res = await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': put.headers.etag as string } })
   t.equal(res.statusCode, 204)
@@ -400,3 +404,9 @@ t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class 
   t.equal((await list()).total, 1, 'the total is exact at once')
   t.equal(json(await app.inject({ method: 'DELETE', url, headers: owner.headers })).code, 'StudentNotFound', 'a second DELETE is 404')
 })
+
+/** A write by `user`, with `If-Match: etag` when one is given. */
+function write (app: FastifyInstance, method: 'PUT' | 'PATCH' | 'DELETE', url: string, user: TestUser, payload?: object, etag?: unknown) {
+  const headers = etag === undefined ? user.headers : { ...user.headers, 'if-match': String(etag) }
+  return app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
+}

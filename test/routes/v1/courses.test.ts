@@ -194,9 +194,9 @@ t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and mov
     await addChapter(app, owner, course, { title: 'C' }), await addChapter(app, owner, course, { title: 'D' })]
   const url = `/v1/chapters/${d.id}`
   const before = await app.inject({ method: 'GET', url })
-  const moveTo = (id: string, position: unknown) => app.inject({ method: 'PATCH', url: `/v1/chapters/${id}`, headers: owner.headers, payload: { position } })
+  const moveTo = (id: string, position: unknown) => write(app, 'PATCH', `/v1/chapters/${id}`, owner, { position })
 
-  const up = await app.inject({ method: 'PATCH', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { position: 2 } })
+  const up = await write(app, 'PATCH', url, owner, { position: 2 }, before.headers.etag)
   t.equal(up.statusCode, 200)
   t.match(json(up), { title: 'D', position: 2 })
   t.equal((await order(app, list, 'chapters', owner)).places, 'A1 D2 B3 C4', 'moved up: the ones between shift down')
@@ -206,13 +206,15 @@ t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and mov
   t.equal((await order(app, list, 'chapters', owner)).places, 'D1 A2 C3 B4')
   const renamed = await app.inject({ method: 'PUT', url, headers: owner.headers, payload: { title: 'Intro' } })
   t.match(json(renamed), { title: 'Intro', position: 1 }, 'PUT without a position keeps the place')
-  t.equal(json(await app.inject({ method: 'PUT', url, headers: owner.headers, payload: { title: 'Intro', position: 4 } })).position, 4, 'PUT with one moves')
+  t.equal(json(await write(app, 'PUT', url, owner, { title: 'Intro', position: 4 })).position, 4, 'PUT with one moves')
   t.equal((await order(app, list, 'chapters', owner)).places, 'A1 C2 B3 Intro4')
 
-  const stale = await app.inject({ method: 'PATCH', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { position: 1 } })
+  const stale = await write(app, 'PATCH', url, owner, { position: 1 }, before.headers.etag)
   t.equal(stale.statusCode, 412)
   t.equal(json(await app.inject({ method: 'PATCH', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
-  for (const position of [0, -1, 1.5, null, '2']) t.equal((await moveTo(d.id, position)).statusCode, 422, `position ${JSON.stringify(position)}`)
+  for (const position of [0, -1, 1.5, null, '2']) {
+    t.equal((await moveTo(d.id, position)).statusCode, 422, `position ${JSON.stringify(position)}`)
+  }
   t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { title: null } })).statusCode, 422)
   t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { course_id: randomUUID() } })).statusCode, 422)
   t.equal((await order(app, list, 'chapters', owner)).places, 'A1 C2 B3 Intro4', 'nothing written by the refused requests')
@@ -224,7 +226,7 @@ t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and mov
   t.equal(json(res).code, 'ChapterNotFound')
 })
 
-t.test('DELETE /v1/chapters/{chapterId}: its lessons go with it, the later chapters move up, totals exact; a second DELETE is 404', async (t) => {
+t.test('DELETE a chapter: its lessons go with it, the later chapters move up, totals exact; a second DELETE is 404', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -262,13 +264,13 @@ t.test('PUT, PATCH and DELETE /v1/lessons/{lessonId}: course owner only; moves w
   const url = `/v1/lessons/${a.id}`
   const before = await app.inject({ method: 'GET', url })
 
-  const moved = await app.inject({ method: 'PATCH', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { position: 3, title: 'A2' } })
+  const moved = await write(app, 'PATCH', url, owner, { position: 3, title: 'A2' }, before.headers.etag)
   t.equal(moved.statusCode, 200)
   t.match(json(moved), { title: 'A2', body: 'text', position: 3 }, 'an absent body is kept by PATCH')
   t.equal((await order(app, list, 'lessons', owner)).places, 'B1 C2 A23')
   const put = await app.inject({ method: 'PUT', url, headers: owner.headers, payload: { title: 'A3' } })
   t.match(json(put), { title: 'A3', body: null, position: 3 }, 'PUT replaces the body, keeps the place')
-  t.equal((await app.inject({ method: 'PUT', url, headers: { ...owner.headers, 'if-match': before.headers.etag as string }, payload: { title: 'x' } })).statusCode, 412)
+  t.equal((await write(app, 'PUT', url, owner, { title: 'x' }, before.headers.etag)).statusCode, 412)
   t.equal(json(await app.inject({ method: 'PUT', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
   t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { chapter_id: chapter.id } })).statusCode, 422)
   t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload: { position: 0 } })).statusCode, 422)
@@ -278,7 +280,7 @@ t.test('PUT, PATCH and DELETE /v1/lessons/{lessonId}: course owner only; moves w
   t.equal(res.statusCode, 204)
   t.equal(res.body, '')
   t.same(await order(app, list, 'lessons', owner), { places: 'B1 A32', total: 2 }, 'the later lessons moved up; the total is exact')
-  t.equal(json(await app.inject({ method: 'DELETE', url: `/v1/lessons/${c.id}`, headers: owner.headers })).code, 'LessonNotFound', 'a second DELETE is 404')
+  t.equal(json(await write(app, 'DELETE', `/v1/lessons/${c.id}`, owner)).code, 'LessonNotFound', 'a second DELETE is 404')
   t.equal((await app.inject({ method: 'GET', url: `/v1/lessons/${c.id}` })).statusCode, 404)
 })
 
@@ -295,12 +297,22 @@ t.test('concurrent moves, inserts and deletes never leave two chapters or lesson
     ...chapters.slice(1).map((c, i) => patch(`/v1/chapters/${c.id}`, ((i * 5) % 8) + 1)),
     ...lessons.slice(0, 7).map((l, i) => patch(`/v1/lessons/${l.id}`, ((i * 3) % 8) + 1)),
     app.inject({ method: 'POST', url: `/v1/courses/${course}/chapters`, headers: owner.headers, payload: { title: 'new', position: 2 } }),
-    app.inject({ method: 'POST', url: `/v1/courses/${course}/chapters/${chapters[0].id}/lessons`, headers: owner.headers, payload: { title: 'new', position: 1 } }),
+    app.inject({
+      method: 'POST', url: `/v1/courses/${course}/chapters/${chapters[0].id}/lessons`, headers: owner.headers,
+      payload: { title: 'new', position: 1 }
+    }),
     app.inject({ method: 'DELETE', url: `/v1/lessons/${lessons[7].id}`, headers: owner.headers })
   ])
   t.same(results.map(r => r.statusCode).filter(s => s >= 300), [], 'every change went through')
   const places = async (table: 'chapter' | 'lesson', column: 'course_id' | 'chapter_id', parent: string) =>
-    (await app.db.selectFrom(table as 'chapter').select('position').where(column as 'course_id', '=', parent).execute()).map(r => r.position).sort((x, y) => x - y)
+    (await app.db.selectFrom(table as 'chapter').select('position').where(column as 'course_id', '=', parent).execute())
+      .map(r => r.position).sort((x, y) => x - y)
   t.same(await places('chapter', 'course_id', course), [1, 2, 3, 4, 5, 6, 7, 8, 9], 'chapters at 1..9, each once')
   t.same(await places('lesson', 'chapter_id', chapters[0].id), [1, 2, 3, 4, 5, 6, 7, 8], 'lessons at 1..8, each once')
 })
+
+/** A write by `user`, with `If-Match: etag` when one is given. */
+function write (app: FastifyInstance, method: 'PUT' | 'PATCH' | 'DELETE', url: string, user: TestUser, payload?: object, etag?: unknown) {
+  const headers = etag === undefined ? user.headers : { ...user.headers, 'if-match': String(etag) }
+  return app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
+}

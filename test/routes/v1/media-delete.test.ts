@@ -15,7 +15,8 @@ import type { MediaStorage } from '../../../src/domain/storage.js'
  */
 
 const BOUNDARY = '----roja-delete-boundary-9c2e'
-const HEAD = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+const HEAD = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\n` +
+  'Content-Type: application/octet-stream\r\n\r\n')
 const TAIL = Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
 
 async function upload (app: FastifyInstance, user: TestUser, size = 1000) {
@@ -73,7 +74,7 @@ t.test('the uploader deletes a medium: 204, the bytes leave storage, the quota i
   t.equal((await app.inject({ method: 'DELETE', url: '/v1/media/nope', headers: user.headers })).statusCode, 422)
 })
 
-t.test('deleting a medium clears the owner\'s own avatar_url and posts\' media_url that name it; others\' copies stay and answer 404', async (t) => {
+t.test('deleting a medium clears the owner\'s avatar_url and posts\' media_url naming it; others\' copies stay and 404', async (t) => {
   const app = await build(t)
   const owner = await createCreator(app, { verified: true })
   const other = await createCreator(app)
@@ -82,9 +83,11 @@ t.test('deleting a medium clears the owner\'s own avatar_url and posts\' media_u
   const withMedium = await createPost(app, owner, { media_url: medium.url })
   const withKept = await createPost(app, owner, { media_url: kept.url })
   const othersPost = await createPost(app, other, { media_url: medium.url })
-  const profile = await app.inject({ method: 'PATCH', url: '/v1/profiles/me', headers: owner.headers, payload: { avatar_url: `${medium.url}?size=64` } })
+  const avatar = (user: TestUser, url: string) =>
+    app.inject({ method: 'PATCH', url: '/v1/profiles/me', headers: user.headers, payload: { avatar_url: url } })
+  const profile = await avatar(owner, `${medium.url}?size=64`)
   t.equal(profile.statusCode, 200, profile.body)
-  const othersAvatar = await app.inject({ method: 'PATCH', url: '/v1/profiles/me', headers: other.headers, payload: { avatar_url: medium.url } })
+  const othersAvatar = await avatar(other, medium.url)
   t.equal(othersAvatar.statusCode, 200)
   const postEtag = (await app.inject({ method: 'GET', url: `/v1/posts/${withMedium.id}` })).headers.etag
 
@@ -92,10 +95,11 @@ t.test('deleting a medium clears the owner\'s own avatar_url and posts\' media_u
   const post = await app.inject({ method: 'GET', url: `/v1/posts/${withMedium.id}` })
   t.equal(json(post).media_url, null, 'the owner\'s post no longer names it')
   t.not(post.headers.etag, postEtag, 'and has a new ETag')
-  t.equal(json(await app.inject({ method: 'GET', url: `/v1/posts/${withKept.id}` })).media_url, kept.url, 'a post naming another medium keeps it')
-  t.equal(json(await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: owner.headers })).avatar_url, null, 'the owner\'s avatar is cleared')
-  t.equal(json(await app.inject({ method: 'GET', url: `/v1/posts/${othersPost.id}` })).media_url, medium.url, 'another person\'s post keeps its link')
-  t.equal(json(await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: other.headers })).avatar_url, medium.url)
+  const read = async (url: string, user?: TestUser) => json(await app.inject({ method: 'GET', url, headers: user?.headers ?? {} }))
+  t.equal((await read(`/v1/posts/${withKept.id}`)).media_url, kept.url, 'a post naming another medium keeps it')
+  t.equal((await read('/v1/profiles/me', owner)).avatar_url, null, 'the owner\'s avatar is cleared')
+  t.equal((await read(`/v1/posts/${othersPost.id}`)).media_url, medium.url, 'another person\'s post keeps its link')
+  t.equal((await read('/v1/profiles/me', other)).avatar_url, medium.url)
   t.equal((await app.inject({ method: 'GET', url: medium.url.replace(/^https?:\/\/[^/]+/, '') })).statusCode, 404, 'which answers 404')
 })
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
@@ -139,37 +140,39 @@ t.test('POST /v1/posts/{postId}/reviews with Idempotency-Key: replay creates not
   t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 1, 'one alert')
 })
 
-t.test('PUT and PATCH /v1/posts/{postId}/reviews/{reviewId}: the author changes it; strangers 403, stale If-Match 412, bad bodies 422', async (t) => {
+t.test('PUT and PATCH a review: the author changes it; others 403, stale If-Match 412, bad bodies 422', async (t) => {
   const app = await build(t)
   const creator = await createCreator(app)
   const author = await createUser(app)
   const stranger = await createUser(app)
   const post = await createPost(app, creator)
-  const created = await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/reviews`, headers: author.headers, payload: { rating: 2, text: 'Typo here' } })
+  const created = await send(app, 'POST', `/v1/posts/${post.id}/reviews`, author.headers, { rating: 2, text: 'Typo here' })
   const url = created.headers.location as string
   const read = async () => app.inject({ method: 'GET', url })
   const before = await read()
+  const stale = { ...author.headers, 'if-match': String(before.headers.etag) }
 
-  const put = await app.inject({ method: 'PUT', url, headers: { ...author.headers, 'if-match': before.headers.etag as string }, payload: { rating: 4, text: 'Fixed' } })
+  const put = await send(app, 'PUT', url, stale, { rating: 4, text: 'Fixed' })
   t.equal(put.statusCode, 200)
   t.match(json(put), { id: json(created).id, rating: 4, text: 'Fixed', author: { id: author.id } })
   t.not(put.headers.etag, before.headers.etag, 'a new ETag')
   t.equal((await read()).headers.etag, put.headers.etag, 'the ETag PUT answers is the one GET sends')
 
-  const stale = await app.inject({ method: 'PUT', url, headers: { ...author.headers, 'if-match': before.headers.etag as string }, payload: { rating: 1 } })
-  t.equal(stale.statusCode, 412)
-  t.equal(json(stale).code, 'PreconditionFailed')
+  const refused = await send(app, 'PUT', url, stale, { rating: 1 })
+  t.equal(refused.statusCode, 412)
+  t.equal(json(refused).code, 'PreconditionFailed')
   const notAuthor = await app.inject({ method: 'PATCH', url, headers: stranger.headers, payload: { rating: 1 } })
   t.equal(notAuthor.statusCode, 403)
   t.equal(json(notAuthor).code, 'UserNotOwner')
-  t.equal((await app.inject({ method: 'PUT', url, headers: creator.headers, payload: { rating: 1 } })).statusCode, 403, 'not the post\'s creator either')
+  t.equal((await send(app, 'PUT', url, creator.headers, { rating: 1 })).statusCode, 403, 'not the post\'s creator either')
   for (const payload of [{ rating: 6 }, { rating: null }, { text: 'x', extra: 1 }]) {
     t.equal((await app.inject({ method: 'PATCH', url, headers: author.headers, payload })).statusCode, 422, JSON.stringify(payload))
   }
-  t.equal((await app.inject({ method: 'PUT', url, headers: author.headers, payload: { text: 'no rating' } })).statusCode, 422, 'PUT needs the rating')
+  t.equal((await send(app, 'PUT', url, author.headers, { text: 'no rating' })).statusCode, 422, 'PUT needs the rating')
   t.match(json(await read()), { rating: 4, text: 'Fixed' }, 'nothing written by the refused requests')
 
-  const patched = await app.inject({ method: 'PATCH', url, headers: { ...author.headers, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ text: null }) })
+  const mergePatch = { ...author.headers, 'content-type': 'application/merge-patch+json' }
+  const patched = await send(app, 'PATCH', url, mergePatch, JSON.stringify({ text: null }))
   t.equal(patched.statusCode, 200)
   t.match(json(patched), { rating: 4, text: null }, 'null clears the text, the rating is kept')
   const put2 = await app.inject({ method: 'PUT', url, headers: author.headers, payload: { rating: 5 } })
@@ -177,13 +180,13 @@ t.test('PUT and PATCH /v1/posts/{postId}/reviews/{reviewId}: the author changes 
 
   const draft = await createPost(app, creator, { published_at: null })
   const own = await insertReview(app, draft.id, stranger.id)
-  const hidden = await app.inject({ method: 'PUT', url: `/v1/posts/${draft.id}/reviews/${own}`, headers: stranger.headers, payload: { rating: 1 } })
+  const hidden = await send(app, 'PUT', `/v1/posts/${draft.id}/reviews/${own}`, stranger.headers, { rating: 1 })
   t.equal(hidden.statusCode, 404, 'a review of a post the caller cannot see is 404')
   t.equal(json(hidden).code, 'PostNotFound')
-  t.equal((await app.inject({ method: 'PUT', url: `/v1/posts/${post.id}/reviews/${MISSING}`, headers: author.headers, payload: { rating: 1 } })).statusCode, 404)
+  t.equal((await send(app, 'PUT', `/v1/posts/${post.id}/reviews/${MISSING}`, author.headers, { rating: 1 })).statusCode, 404)
 })
 
-t.test('DELETE /v1/posts/{postId}/reviews/{reviewId}: the author withdraws it with its alert; totals exact; one review per person still', async (t) => {
+t.test('DELETE a review: the author withdraws it and its alert; totals exact; once per person still', async (t) => {
   const app = await build(t)
   const creator = await createCreator(app, { verified: true })
   const author = await createUser(app)
@@ -195,7 +198,8 @@ t.test('DELETE /v1/posts/{postId}/reviews/{reviewId}: the author withdraws it wi
   const url = mine.headers.location as string
   const alerts = async () => (await app.db.selectFrom('alert').select(['review_id']).execute()).map(a => a.review_id).sort()
   const mail = async () => (await app.db.selectFrom('outbox_message').select('id').where('alert_id', 'is not', null).execute()).length
-  t.same(await alerts(), [json(mine).id, (await app.db.selectFrom('review').select('id').where('author_id', '=', other.id).executeTakeFirstOrThrow()).id].sort())
+  const others = await app.db.selectFrom('review').select('id').where('author_id', '=', other.id).executeTakeFirstOrThrow()
+  t.same(await alerts(), [json(mine).id, others.id].sort())
   t.equal(await mail(), 2)
   const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
 
@@ -220,7 +224,7 @@ t.test('DELETE /v1/posts/{postId}/reviews/{reviewId}: the author withdraws it wi
 
   const anew = await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 3 } })
   t.equal(anew.statusCode, 201, 'the author may review the post again')
-  t.equal((await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 4 } })).statusCode, 409, 'still once per person')
+  t.equal((await send(app, 'POST', list, author.headers, { rating: 4 })).statusCode, 409, 'still once per person')
 })
 
 t.test('deleting a post takes its reviews and their alerts with it', async (t) => {
@@ -235,8 +239,15 @@ t.test('deleting a post takes its reviews and their alerts with it', async (t) =
   t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 0)
 })
 
-async function insertReview (app: Awaited<ReturnType<typeof build>>, postId: string, authorId: string): Promise<string> {
+async function insertReview (app: FastifyInstance, postId: string, authorId: string): Promise<string> {
   const id = randomUUID()
-  await app.db.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: 3, text: null, created_at: new Date().toISOString() }).execute()
+  const row = { id, post_id: postId, author_id: authorId, rating: 3, text: null, created_at: new Date().toISOString() }
+  await app.db.insertInto('review').values(row).execute()
   return id
+}
+
+/** One request with a JSON body (or a raw one, when a string). */
+function send (app: FastifyInstance, method: 'POST' | 'PUT' | 'PATCH', url: string, headers: Record<string, string>,
+  payload: object | string) {
+  return app.inject({ method, url, headers, payload })
 }
