@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateOnly, DateTime, LIMIT_MAX, OFFSET_MAX, ListOf, ListQuery, OptionalOrNull, PageQuery, Params, Uuid, ref, Nullable } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 import { UserSummary } from './posts.js'
 
 export const Class = Type.Object({
@@ -13,12 +14,21 @@ export const Class = Type.Object({
 }, { $id: 'Class', title: 'Class', additionalProperties: false })
 export type Class = Static<typeof Class>
 
+/** POST and PUT take the same body; PUT replaces, so an absent course_id or starts_date becomes null. */
 export const ClassCreate = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
   course_id: OptionalOrNull(Type.String({ format: 'uuid', description: 'a COURSE post of the caller' })),
   starts_date: OptionalOrNull(DateOnly)
 }, { $id: 'ClassCreate', title: 'ClassCreate', additionalProperties: false })
 export type ClassCreate = Static<typeof ClassCreate>
+
+export const ClassPatch = MergePatchOf(ClassCreate, {
+  $id: 'ClassPatch',
+  title: 'ClassPatch',
+  description: 'JSON Merge Patch of ClassCreate: a member present replaces the field, null clears course_id or starts_date, ' +
+    'an absent one is kept'
+})
+export type ClassPatch = Static<typeof ClassPatch>
 
 export const ClassList = ListOf('classes', ref(Class), 'ClassList')
 
@@ -44,6 +54,7 @@ export const Student = Type.Object({
 }, { $id: 'Student', title: 'Student', additionalProperties: false })
 export type Student = Static<typeof Student>
 
+/** POST and PUT take the same body; PUT replaces, so an absent last_name or email becomes null. */
 export const StudentCreate = Type.Object({
   first_name: Type.String({ minLength: 1, maxLength: 128 }),
   last_name: OptionalOrNull(Type.String({ minLength: 1, maxLength: 128 })),
@@ -51,6 +62,14 @@ export const StudentCreate = Type.Object({
   email: OptionalOrNull(Type.String({ format: 'email', maxLength: 254 }))
 }, { $id: 'StudentCreate', title: 'StudentCreate', additionalProperties: false })
 export type StudentCreate = Static<typeof StudentCreate>
+
+export const StudentPatch = MergePatchOf(StudentCreate, {
+  $id: 'StudentPatch',
+  title: 'StudentPatch',
+  description: 'JSON Merge Patch of StudentCreate: a member present replaces the field, null clears last_name or email, ' +
+    'an absent one is kept'
+})
+export type StudentPatch = Static<typeof StudentPatch>
 
 export const StudentList = ListOf('students', ref(Student), 'StudentList')
 

@@ -1,5 +1,6 @@
 import { Type, type Static } from './typebox.js'
 import { DateTime, ListOf, ListQuery, OFFSET_MAX, OptionalOrNull, Params, Uuid, ref, Nullable } from './common.js'
+import { MergePatchOf } from './merge-patch.js'
 import { Post } from './posts.js'
 
 /** A course is a post of type COURSE, shown as the post plus how many chapters it has. */
@@ -12,8 +13,10 @@ export type Course = Static<typeof Course>
 const Position = Type.Integer({
   minimum: 1,
   maximum: OFFSET_MAX,
-  description: '1-based place in the order; later items shift down. Absent or past the end: appended'
+  description: '1-based place in the order; the others shift to make room and close the gap, so places stay 1..n. ' +
+    'Past the end: the last place. Absent: the end on create, the current place on PUT'
 })
+const PATCH_POSITION = 'the new place (the others shift); absent keeps the place; null is 422 (every item has a place)'
 
 export const Chapter = Type.Object({
   id: Uuid,
@@ -30,6 +33,15 @@ export const ChapterCreate = Type.Object({
   position: Type.Optional(Position)
 }, { $id: 'ChapterCreate', title: 'ChapterCreate', additionalProperties: false })
 export type ChapterCreate = Static<typeof ChapterCreate>
+
+export const ChapterPatch = MergePatchOf(ChapterCreate, {
+  $id: 'ChapterPatch',
+  title: 'ChapterPatch',
+  description: 'JSON Merge Patch of ChapterCreate: a member present replaces the field (a position moves the chapter), ' +
+    'an absent one is kept',
+  members: { position: PATCH_POSITION }
+})
+export type ChapterPatch = Static<typeof ChapterPatch>
 
 export const ChapterList = ListOf('chapters', ref(Chapter), 'ChapterList')
 
@@ -50,6 +62,15 @@ export const LessonCreate = Type.Object({
   position: Type.Optional(Position)
 }, { $id: 'LessonCreate', title: 'LessonCreate', additionalProperties: false })
 export type LessonCreate = Static<typeof LessonCreate>
+
+export const LessonPatch = MergePatchOf(LessonCreate, {
+  $id: 'LessonPatch',
+  title: 'LessonPatch',
+  description: 'JSON Merge Patch of LessonCreate: a member present replaces the field (a position moves the lesson), null clears the ' +
+    'body, an absent one is kept',
+  members: { position: PATCH_POSITION }
+})
+export type LessonPatch = Static<typeof LessonPatch>
 
 export const LessonList = ListOf('lessons', ref(Lesson), 'LessonList')
 

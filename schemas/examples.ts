@@ -77,10 +77,13 @@ export const examples: Record<string, unknown> = {
   Course: { ...post, id: COURSE, type: 'COURSE', slug: 'programming-the-engine', title: 'Programming the Engine', tags: ['course'], chapters_count: 3 },
   Chapter: { id: CHAPTER, course_id: COURSE, title: 'Operation cards', position: 1, created_at: CREATED, updated_at: UPDATED },
   ChapterCreate: { title: 'Operation cards', position: 1 },
+  ChapterPatch: { position: 2 },
   Lesson: { id: LESSON, chapter_id: CHAPTER, title: 'Loops with the Jacquard cards', body: 'A card that backs the chain repeats a set of operations.', position: 2, created_at: CREATED, updated_at: UPDATED },
   LessonCreate: { title: 'Loops with the Jacquard cards', body: 'A card that backs the chain repeats a set of operations.' },
+  LessonPatch: { title: 'Loops and the backing card', position: 1 },
   Review: { id: REVIEW, post_id: POST, author: grace, rating: 5, text: 'Clear, and a century early.', created_at: UPDATED },
   ReviewCreate: { rating: 5, text: 'Clear, and a century early.' },
+  ReviewPatch: { text: 'Clear, and a century early. Note G alone is worth it.' },
   Comment: { id: COMMENT, post_id: POST, author: grace, text: 'Note G is my favourite part.', created_at: UPDATED, updated_at: UPDATED },
   CommentWrite: { text: 'Note G is my favourite part.' },
   CommentPatch: { text: 'Note G is still my favourite part.' },
@@ -93,8 +96,10 @@ export const examples: Record<string, unknown> = {
   ProductPatch: { price_cents: 2600 },
   Class: { id: CLASS, owner: ada, name: 'Engine programming, winter group', course_id: COURSE, starts_date: '2027-01-11', created_at: CREATED, updated_at: UPDATED },
   ClassCreate: { name: 'Engine programming, winter group', course_id: COURSE, starts_date: '2027-01-11' },
+  ClassPatch: { starts_date: '2027-02-01' },
   Student: { id: STUDENT, class_id: CLASS, first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: 'mary@example.com', created_at: CREATED, updated_at: UPDATED },
   StudentCreate: { first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: 'mary@example.com' },
+  StudentPatch: { last_name: 'Fairfax Somerville', email: null },
   Media: { id: MEDIA, url: `https://media.roja.dev/v1/media/${MEDIA}`, content_type: 'image/png', size: 48213, sha256: '9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f', created_at: CREATED }
 }
 

@@ -5,15 +5,15 @@ import { Media } from './media.js'
 import { Comment, CommentList, CommentPatch, CommentWrite } from './comments.js'
 import { Post, PostCreate, PostList, PostPatch, PostUpdate, UserSummary } from './posts.js'
 import { PostCursorPage } from './posts-v2.js'
-import { Review, ReviewCreate, ReviewList } from './reviews.js'
+import { Review, ReviewCreate, ReviewList, ReviewPatch } from './reviews.js'
 import { Problem } from './problems.js'
 import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
 import { MyProfile, Profile, ProfileCreate, ProfilePatch, ProfileUpdate } from './profiles.js'
 import { EmailVerification } from './user-email.js'
 import { Product, ProductList, ProductPatch, ProductWrite, Shop, ShopList, ShopPatch, ShopWrite } from './shops.js'
-import { Class, ClassCreate, ClassList, Student, StudentCreate, StudentList } from './classes.js'
-import { Chapter, ChapterCreate, ChapterList, Course, Lesson, LessonCreate, LessonList } from './courses.js'
+import { Class, ClassCreate, ClassList, ClassPatch, Student, StudentCreate, StudentList, StudentPatch } from './classes.js'
+import { Chapter, ChapterCreate, ChapterList, ChapterPatch, Course, Lesson, LessonCreate, LessonList, LessonPatch } from './courses.js'
 
 /** Every named component schema; the app adds them once, and OpenAPI names them by $id. */
 export const components: TSchema[] = [
@@ -24,12 +24,12 @@ export const components: TSchema[] = [
   TokenRequest, TokenForm, TokenResponse,
   ProfileCreate, ProfileUpdate, ProfilePatch, Profile, MyProfile, EmailVerification,
   Shop, ShopWrite, ShopPatch, ShopList, Product, ProductWrite, ProductPatch, ProductList,
-  Class, ClassCreate, ClassList, Student, StudentCreate, StudentList,
-  Course, Chapter, ChapterCreate, ChapterList, Lesson, LessonCreate, LessonList,
+  Class, ClassCreate, ClassPatch, ClassList, Student, StudentCreate, StudentPatch, StudentList,
+  Course, Chapter, ChapterCreate, ChapterPatch, ChapterList, Lesson, LessonCreate, LessonPatch, LessonList,
   Alert, AlertList,
   Media,
   UserSummary, Post, PostCreate, PostUpdate, PostPatch, PostList,
   PostCursorPage,
-  Review, ReviewCreate, ReviewList,
+  Review, ReviewCreate, ReviewPatch, ReviewList,
   Comment, CommentWrite, CommentPatch, CommentList
 ]

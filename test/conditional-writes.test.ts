@@ -51,8 +51,56 @@ const targets: Target[] = [
       return `/v1/posts/${post.id}/comments/${comment.id}`
     },
     body: n => ({ text: `twin ${n}` })
+  },
+  {
+    name: 'review',
+    create: async (app, owner) => {
+      const post = await createPost(app, owner)
+      const review = await created(app, owner, `/v1/posts/${post.id}/reviews`, { rating: 3 })
+      return `/v1/posts/${post.id}/reviews/${review.id}`
+    },
+    body: n => ({ rating: (n % 5) + 1, text: `twin ${n}` })
+  },
+  {
+    name: 'class',
+    create: async (app, owner) => `/v1/classes/${(await created(app, owner, '/v1/classes', { name: 'Class' })).id}`,
+    body: n => ({ name: `Class twin ${n}` })
+  },
+  {
+    name: 'student',
+    create: async (app, owner) => {
+      const cls = await created(app, owner, '/v1/classes', { name: 'Class' })
+      const student = await created(app, owner, `/v1/classes/${cls.id}/students`, { first_name: 'Ann', sex: 'F' })
+      return `/v1/classes/${cls.id}/students/${student.id}`
+    },
+    body: n => ({ first_name: `Twin ${n}`, sex: 'X' })
+  },
+  {
+    name: 'chapter',
+    create: async (app, owner) => `/v1/chapters/${(await chapterOf(app, owner)).id}`,
+    body: n => ({ title: `Chapter twin ${n}`, position: 1 })
+  },
+  {
+    name: 'lesson',
+    create: async (app, owner) => {
+      const chapter = await chapterOf(app, owner)
+      const lesson = await created(app, owner, `/v1/courses/${chapter.course_id}/chapters/${chapter.id}/lessons`, { title: 'Lesson' })
+      return `/v1/lessons/${lesson.id}`
+    },
+    body: n => ({ title: `Lesson twin ${n}`, body: `text ${n}` })
   }
 ]
+
+/** A chapter of a new course of `owner`'s. */
+async function chapterOf (app: FastifyInstance, owner: TestUser) {
+  const course = await createPost(app, owner, { type: 'COURSE' })
+  return created(app, owner, `/v1/courses/${course.id}/chapters`, { title: 'Chapter' })
+}
+
+/** The resource a POST by `owner` made. */
+async function created (app: FastifyInstance, owner: TestUser, url: string, payload: object) {
+  return json(await app.inject({ method: 'POST', url, headers: owner.headers, payload }))
+}
 
 // A PATCH merges inside the transaction that checks If-Match, so its twins race like PUT's (each
 // PUT body here is a merge patch too).

@@ -5,8 +5,8 @@ import t, { type Test } from 'tap'
 import { ListOf, PageQuery, DateTime, DateTimeInput, DateOnly, Params, Uuid, ref } from '../schemas/common.js'
 import { Problem, errorResponses } from '../schemas/problems.js'
 import {
-  checkAll, checkLists, checkPathParams, checkPaths, checkProperties, checkQueryNames, checkRouteSchemas, checkTables,
-  formatFindings, type Finding, type RouteInfo, type SchemaMap
+  DECLARED, checkAll, checkCollections, checkLists, checkPathParams, checkPaths, checkProperties, checkQueryNames, checkRouteSchemas,
+  checkTables, formatFindings, type Finding, type RouteInfo, type SchemaMap
 } from '../scripts/conventions/check.js'
 import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
 import { checkApp } from '../scripts/conventions/run.js'
@@ -101,6 +101,47 @@ t.test('a path parameter has one name everywhere', async (t) => {
     'param-name GET /v1/shops/{shop_id}',
     'param-name GET /v1/shops/{shop_id}'
   ])
+})
+
+t.test('a collection that takes POST has GET, PUT, PATCH and DELETE on its items, or a declared exception', async (t) => {
+  const item = (f: FastifyInstance, url: string, methods: string[]) => {
+    for (const method of methods) f.route({ method, url, schema: schema(), handler })
+  }
+  const { routes } = await table(t, f => {
+    // complete: the items under the collection
+    f.post('/v1/things', { schema: schema() }, handler)
+    item(f, '/v1/things/:thingId', ['GET', 'PUT', 'PATCH', 'DELETE'])
+    // complete: the items at the top level (as chapters and lessons are)
+    f.post('/v1/things/:thingId/parts', { schema: schema() }, handler)
+    item(f, '/v1/parts/:partId', ['GET', 'PUT', 'PATCH', 'DELETE'])
+    // complete: the caller's own item is `me`
+    f.post('/v1/members', { schema: schema() }, handler)
+    item(f, '/v1/members/:memberId', ['GET'])
+    item(f, '/v1/members/me', ['PUT', 'PATCH', 'DELETE'])
+    // an action route is no collection
+    f.post('/v1/things/:thingId/resend', { schema: schema() }, handler)
+    // planted: no DELETE on its items
+    f.post('/v1/widgets', { schema: schema() }, handler)
+    item(f, '/v1/widgets/:widgetId', ['GET', 'PUT', 'PATCH'])
+    // planted: no item routes at all
+    f.post('/v1/gadgets', { schema: schema() }, handler)
+  })
+  const findings = checkCollections(routes)
+  t.same(rules(findings), ['collection-pattern POST /v1/gadgets', 'collection-pattern POST /v1/widgets'])
+  t.match(findings.find(f => f.where === 'POST /v1/widgets')?.message, /^its items lack DELETE;/)
+  t.match(findings.find(f => f.where === 'POST /v1/gadgets')?.message, /^its items lack GET, PUT, PATCH, DELETE;/)
+  const all = checkAll({ routes, schemas: {}, tables: [] })
+  t.same(rules(all.filter(f => f.rule === 'collection-pattern')), rules(findings), 'checkAll runs the rule')
+
+  const declared = { '/widgets': { without: ['DELETE'], reason: 'widgets are forever' } }
+  t.same(rules(checkCollections(routes, declared)), ['collection-pattern POST /v1/gadgets'],
+    'a declared exception lets its methods out, no others')
+  const tooLittle = { '/widgets': { without: ['PUT'], reason: 'not the missing one' } }
+  t.same(rules(checkCollections(routes, tooLittle)), ['collection-pattern POST /v1/gadgets', 'collection-pattern POST /v1/widgets'])
+
+  for (const [path, exception] of Object.entries(DECLARED.collections)) {
+    t.ok(exception.reason.length > 10, `${path}: the exception says why`)
+  }
 })
 
 t.test('every route has request and response schemas, catalogue errors, an operationId and tags', async (t) => {

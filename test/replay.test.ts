@@ -151,6 +151,17 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/alerts/${alert.id}`, { user: grace })
   await r.send('GET', `/v1/alerts/${MISSING}`, { user: ada })
   await r.send('POST', `/v1/alerts/${alert.id}/resend`, { user: ada })
+  const MERGE = 'application/merge-patch+json'
+  const ifMatch = (read: { headers: Record<string, unknown> }) => ({ 'if-match': String(read.headers.etag) })
+  const hedys = (await r.send('POST', `/v1/posts/${post.id}/reviews`, { user: hedy, body: { rating: 2, text: 'Typo' } })).json()
+  const rv = await r.send('GET', `/v1/posts/${post.id}/reviews/${hedys.id}`)
+  await r.send('PUT', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy, body: { rating: 3 }, headers: ifMatch(rv) })
+  await r.send('PUT', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: grace, body: { rating: 1 } })
+  await r.send('PATCH', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy, raw: JSON.stringify({ text: 'Fixed' }), type: MERGE })
+  await r.send('PATCH', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy, body: { rating: null } })
+  await r.send('DELETE', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy, headers: { 'if-match': '"stale"' } })
+  await r.send('DELETE', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy })
+  await r.send('DELETE', `/v1/posts/${post.id}/reviews/${hedys.id}`, { user: hedy })
 
   // media
   const form = Buffer.concat([
@@ -168,6 +179,11 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/media/${media.id}`, { headers: { range: 'bytes=5000-' } })
   await r.send('GET', `/v1/media/${media.id}`, { headers: { accept: 'text/html' } })
   await r.send('GET', `/v1/media/${MISSING}`)
+  const mistake = (await r.send('POST', '/v1/media', { user: grace, raw: form, type: `multipart/form-data; boundary=${BOUNDARY}` })).json()
+  await r.send('DELETE', `/v1/media/${mistake.id}`, { user: ada })
+  await r.send('DELETE', `/v1/media/${mistake.id}`, { user: grace, headers: { 'if-match': '"stale"' } })
+  await r.send('DELETE', `/v1/media/${mistake.id}`, { user: grace })
+  await r.send('DELETE', `/v1/media/${mistake.id}`, { user: grace })
 
   // shops and products
   const shop = (await r.send('POST', '/v1/shops', { user: ada, body: { name: 'Engine Parts' } })).json()
@@ -208,7 +224,33 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/classes/${klass.id}/students?page=1&count=1`, { user: ada })
   await r.send('GET', `/v1/classes/${klass.id}/students?page=1&limit=1`, { user: ada })
   await r.send('GET', `/v1/classes/${klass.id}/students`, { user: grace })
-  await r.send('GET', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada })
+  const st = await r.send('GET', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada })
+  const mary = { first_name: 'Mary', last_name: 'Somerville', sex: 'F' }
+  await r.send('PUT', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, body: mary, headers: ifMatch(st) })
+  await r.send('PATCH', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, raw: JSON.stringify({ email: 'mary@example.com' }),
+    type: MERGE })
+  await r.send('PATCH', `/v1/classes/${klass.id}/students/${student.id}`, { user: grace, body: { first_name: 'Not mine' } })
+  await r.send('DELETE', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, headers: { 'if-match': '"stale"' } })
+  await r.send('DELETE', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada })
+  const k = await r.send('GET', `/v1/classes/${klass.id}`, { user: ada })
+  await r.send('PUT', `/v1/classes/${klass.id}`, { user: ada, body: { name: 'Spring group' }, headers: ifMatch(k) })
+  await r.send('PATCH', `/v1/classes/${klass.id}`, { user: ada, raw: JSON.stringify({ starts_date: '2027-04-01' }), type: MERGE })
+  await r.send('PATCH', `/v1/classes/${klass.id}`, { user: ada, body: { name: null } })
+  await r.send('DELETE', `/v1/classes/${klass.id}`, { user: grace })
+  await r.send('DELETE', `/v1/classes/${klass.id}`, { user: ada })
+  const second = (await r.send('POST', `/v1/courses/${course.id}/chapters`, { user: ada, body: { title: 'Loops' } })).json()
+  const ch = await r.send('GET', `/v1/chapters/${second.id}`)
+  await r.send('PUT', `/v1/chapters/${second.id}`, { user: ada, body: { title: 'Loops and cards', position: 1 }, headers: ifMatch(ch) })
+  await r.send('PATCH', `/v1/chapters/${second.id}`, { user: ada, raw: JSON.stringify({ position: 2 }), type: MERGE })
+  await r.send('PATCH', `/v1/chapters/${second.id}`, { user: grace, body: { title: 'Not mine' } })
+  const ls = await r.send('GET', `/v1/lessons/${lesson.id}`)
+  await r.send('PUT', `/v1/lessons/${lesson.id}`, { user: ada, body: { title: 'Loops', body: 'Back the chain.' }, headers: ifMatch(ls) })
+  await r.send('PATCH', `/v1/lessons/${lesson.id}`, { user: ada, raw: JSON.stringify({ body: null }), type: MERGE })
+  await r.send('PATCH', `/v1/lessons/${lesson.id}`, { user: ada, body: { position: 0 } })
+  await r.send('DELETE', `/v1/lessons/${lesson.id}`, { user: grace })
+  await r.send('DELETE', `/v1/lessons/${lesson.id}`, { user: ada })
+  await r.send('DELETE', `/v1/chapters/${chapter.id}`, { user: ada, headers: { 'if-match': '"stale"' } })
+  await r.send('DELETE', `/v1/chapters/${chapter.id}`, { user: ada })
   await r.send('DELETE', `/v1/posts/${draft.id}`, { user: ada })
 }
 

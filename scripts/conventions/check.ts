@@ -40,7 +40,21 @@ export const DECLARED = {
   /** the collections whose identifier is named after another resource */
   paramAliases: { creators: 'profileId' } as Record<string, string>,
   /** `me` stands for the caller's id wherever an identifier goes */
-  aliases: ['me'] as string[]
+  aliases: ['me'] as string[],
+  /**
+   * Collections whose items lack some of GET, PUT, PATCH and DELETE on purpose (path after the
+   * version → the methods left out and why); every other collection with a POST has all four.
+   */
+  collections: {
+    '/auth/token': { without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'the RFC 6749 token endpoint: it issues a token, not a resource' },
+    '/email-verifications': {
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'confirms an address with a mailed token; nothing is made to read or change'
+    },
+    '/media': { without: ['PUT', 'PATCH'], reason: 'the bytes of a medium never change: upload a new file, then delete the old one' },
+    '/profiles': {
+      without: ['DELETE'], reason: 'the caller\'s own profile is the account: it ends at DELETE /profiles/me with the current password (§7)'
+    }
+  } as Record<string, { without: string[], reason: string }>
 }
 
 // verify-email: the HTML page a mailed link opens, outside the JSON API
@@ -158,6 +172,44 @@ export function checkPathParams (routes: RouteInfo[]): Finding[] {
     if (set.size > 1) findings.push({ rule: 'param-name', where: `/${collection}/{…}`, message: `one parameter has several names: ${[...set].map(n => `{${n}}`).join(', ')}` })
   }
   return findings
+}
+
+const ITEM_METHODS = ['GET', 'PUT', 'PATCH', 'DELETE']
+
+/**
+ * The whole pattern: a collection that takes POST has GET, PUT, PATCH and DELETE on its items, at
+ * `<collection>/{id}` (or `/me`), or at the top-level `/<collection>/{id}` (chapters, lessons),
+ * unless `exceptions` names the methods it leaves out with the reason.
+ */
+export function checkCollections (routes: RouteInfo[], exceptions = DECLARED.collections): Finding[] {
+  const findings: Finding[] = []
+  const resource = resourceRoutes(routes).map(r => ({ method: r.method, path: normalisePath(r.url) }))
+  for (const { method, path } of resource) {
+    const segments = resourceSegments(path)
+    const last = segments.at(-1)
+    if (method !== 'POST' || last === undefined || isParam(last) || DECLARED.aliases.includes(last)) continue
+    if (segments.length > 1 && DECLARED.actions.includes(last)) continue
+    const version = path.slice(0, path.length - segments.join('/').length - 1)
+    const items = [path, `${version}/${last}`]
+    const methods = new Set(resource.filter(r => items.some(item => isItemOf(item, r.path))).map(r => r.method))
+    const without = exceptions['/' + segments.join('/')]?.without ?? []
+    const missing = ITEM_METHODS.filter(m => !methods.has(m) && !without.includes(m))
+    if (missing.length > 0) {
+      findings.push({
+        rule: 'collection-pattern',
+        where: `POST ${path}`,
+        message: `its items lack ${missing.join(', ')}; add them, or declare the exception with its reason (DECLARED.collections)`
+      })
+    }
+  }
+  return findings
+}
+
+/** `/v1/posts/{postId}` and `/v1/profiles/me` are items of `/v1/posts` and `/v1/profiles`. */
+function isItemOf (collection: string, path: string): boolean {
+  if (!path.startsWith(collection + '/')) return false
+  const rest = path.slice(collection.length + 1)
+  return !rest.includes('/') && (isParam(rest) || DECLARED.aliases.includes(rest))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,6 +425,7 @@ export function checkAll (input: { routes: RouteInfo[], schemas: SchemaMap, tabl
   return [
     ...checkPaths(routes),
     ...checkPathParams(routes),
+    ...checkCollections(routes),
     ...checkRouteSchemas(routes, schemas),
     ...checkLists(routes, schemas),
     ...checkProperties(routes, schemas),

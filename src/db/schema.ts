@@ -98,6 +98,8 @@ export interface AlertTable {
   kind: string
   message: string
   post_id: string | null
+  /** the review a `review` alert tells of; the alert goes with it (migration 2026_11_29_0100) */
+  review_id: ColumnType<string | null, string | null | undefined, string | null>
   created_at: Timestamp
   sent_at: Timestamp | null
 }

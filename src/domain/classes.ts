@@ -4,12 +4,20 @@ import type { Selectable } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, StudentTable } from '../db/schema.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { clockIso, writeTimeIso } from '../db/clock.js'
 import { assertOwnCourse, courseVisibleTo } from './courses.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { orNotFound } from './errors.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
+import { bodyOf, type Change } from './merge-patch.js'
+
+/**
+ * The route's owner and If-Match checks, run inside the change's transaction against the row
+ * as it is, locked, so two writers holding the same ETag cannot both pass.
+ */
+export type Guard<T> = (current: T) => void
 
 /**
  * Classes (optionally teaching one of the owner's courses) and their students, whose data only the
@@ -98,6 +106,43 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
   return getClass(db, id, ownerId)
 }
 
+/**
+ * PUT and PATCH: replaces the name, course and start date (absent or null: none). A course must
+ * still be one of the caller's own (as on create: 422, or 403 for another creator's published one).
+ */
+export async function updateClass (db: Db, classId: string, viewerId: string, change: Change<Class, ClassCreate>,
+  guard: Guard<Class>): Promise<Class> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockClass(trx, classId, viewerId)
+    guard(current)
+    const body = bodyOf(change, current)
+    if (body.course_id) await assertOwnCourse(trx, body.course_id, viewerId)
+    await trx.updateTable('class')
+      .set({ name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null, updated_at: writeTimeIso() })
+      .where('id', '=', classId).execute()
+    return getClass(trx, classId, viewerId)
+  })
+}
+
+/** The PUT body that keeps a class as it is: what a PATCH merges into. */
+export function classFields (cls: Class): ClassCreate {
+  return { name: cls.name, course_id: cls.course_id, starts_date: cls.starts_date }
+}
+
+/** Closes a class: its students go with it, in the same transaction (ON DELETE CASCADE). */
+export async function deleteClass (db: Db, classId: string, viewerId: string, guard: Guard<Class>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockClass(trx, classId, viewerId))
+    await trx.deleteFrom('class').where('id', '=', classId).execute()
+  })
+}
+
+/** The class as the viewer may see it (404 otherwise), locked until the transaction ends. */
+async function lockClass (trx: Db, classId: string, viewerId: string): Promise<Class> {
+  await lockForUpdate(trx, trx.selectFrom('class').select('id').where('id', '=', classId))
+  return getClass(trx, classId, viewerId)
+}
+
 const STUDENT_SORT = { first_name: 'first_name', last_name: 'last_name', created_at: 'created_at' }
 
 const studentList = compiledList((db, v: { classId: string, sex?: string }) => {
@@ -125,4 +170,41 @@ export async function createStudent (db: Db, classId: string, body: StudentCreat
     email: body.email ?? null, created_at: now, updated_at: now
   }).execute()
   return getStudent(db, classId, id)
+}
+
+/**
+ * PUT and PATCH: replaces the student's writable fields. The guard sees the class (its owner) and
+ * the student as they are, the student locked.
+ */
+export async function updateStudent (db: Db, classId: string, studentId: string, viewerId: string,
+  change: Change<Student, StudentCreate>, guard: Guard<{ cls: Class, student: Student }>): Promise<Student> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockStudent(trx, classId, studentId, viewerId)
+    guard(current)
+    const body = bodyOf(change, current.student)
+    await trx.updateTable('student').set({
+      first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex, email: body.email ?? null, updated_at: writeTimeIso()
+    }).where('id', '=', studentId).where('class_id', '=', classId).execute()
+    return getStudent(trx, classId, studentId)
+  })
+}
+
+/** The PUT body that keeps a student as they are: what a PATCH merges into. */
+export function studentFields (student: Student): StudentCreate {
+  return { first_name: student.first_name, last_name: student.last_name, sex: student.sex, email: student.email }
+}
+
+export async function deleteStudent (db: Db, classId: string, studentId: string, viewerId: string,
+  guard: Guard<{ cls: Class, student: Student }>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockStudent(trx, classId, studentId, viewerId))
+    await trx.deleteFrom('student').where('id', '=', studentId).where('class_id', '=', classId).execute()
+  })
+}
+
+/** The class as the viewer may see it (404 ClassNotFound), then its student (404 StudentNotFound), locked. */
+async function lockStudent (trx: Db, classId: string, studentId: string, viewerId: string): Promise<{ cls: Class, student: Student }> {
+  const cls = await getClass(trx, classId, viewerId)
+  await lockForUpdate(trx, trx.selectFrom('student').select('id').where('id', '=', studentId).where('class_id', '=', classId))
+  return { cls, student: await getStudent(trx, classId, studentId) }
 }

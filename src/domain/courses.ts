@@ -12,6 +12,13 @@ import { writeTimeIso } from '../db/clock.js'
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import { compiledList, parseSort, type Page } from './list.js'
 import { getPost, isVisible } from './posts.js'
+import { bodyOf, type Change } from './merge-patch.js'
+
+/**
+ * The route's owner and If-Match checks, run inside the change's transaction against the rows as
+ * they are, with the parent locked, so two writers holding the same ETag cannot both pass.
+ */
+export type Guard<T> = (current: T) => void
 
 /**
  * Courses are posts of type COURSE and follow the posts' visibility rule (a draft is seen by its
@@ -180,4 +187,122 @@ async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string,
       .where(column, '=', parentId).where('position', '>=', position).execute()
   }
   return position
+}
+
+/**
+ * PUT and PATCH of a chapter: replaces its title and, when a position is given, moves it there.
+ * The course row is locked first, as on create, so moves and inserts take turns within a course.
+ */
+export async function updateChapter (db: Db, chapterId: string, viewerId: string, change: Change<Chapter, ChapterCreate>,
+  guard: Guard<{ course: Course, chapter: Chapter }>): Promise<Chapter> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockChapter(trx, chapterId, viewerId)
+    guard(current)
+    const body = bodyOf(change, current.chapter)
+    const position = await move(trx, 'chapter', current.course.id, current.chapter, body.position)
+    await trx.updateTable('chapter').set({ title: body.title, position, updated_at: writeTimeIso() }).where('id', '=', chapterId).execute()
+    return getChapter(trx, chapterId, viewerId)
+  })
+}
+
+/** The PUT body that keeps a chapter as it is: what a PATCH merges into. */
+export function chapterFields (chapter: Chapter): ChapterCreate {
+  return { title: chapter.title, position: chapter.position }
+}
+
+/** Removes a chapter with its lessons (ON DELETE CASCADE); the later chapters move up one place. */
+export async function deleteChapter (db: Db, chapterId: string, viewerId: string,
+  guard: Guard<{ course: Course, chapter: Chapter }>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const current = await lockChapter(trx, chapterId, viewerId)
+    guard(current)
+    await trx.deleteFrom('chapter').where('id', '=', chapterId).execute()
+    await closeGap(trx, 'chapter', current.course.id, current.chapter.position)
+  })
+}
+
+/**
+ * The chapter as the viewer may see it (404 ChapterNotFound) and its course, the course row
+ * locked; the chapter is read again under the lock, since a move may have shifted it meanwhile.
+ */
+async function lockChapter (trx: Db, chapterId: string, viewerId: string): Promise<{ course: Course, chapter: Chapter }> {
+  const { course_id: courseId } = await getChapter(trx, chapterId, viewerId)
+  await lockForUpdate(trx, trx.selectFrom('post').select('id').where('id', '=', courseId))
+  const chapter = await getChapter(trx, chapterId, viewerId)
+  return { course: await getCourse(trx, courseId, viewerId), chapter }
+}
+
+/**
+ * PUT and PATCH of a lesson: replaces its title and body and, when a position is given, moves it
+ * within its chapter. The chapter row is locked first, as on create.
+ */
+export async function updateLesson (db: Db, lessonId: string, viewerId: string, change: Change<Lesson, LessonCreate>,
+  guard: Guard<{ course: Course, lesson: Lesson }>): Promise<Lesson> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockLesson(trx, lessonId, viewerId)
+    guard(current)
+    const body = bodyOf(change, current.lesson)
+    const position = await move(trx, 'lesson', current.lesson.chapter_id, current.lesson, body.position)
+    await trx.updateTable('lesson').set({ title: body.title, body: body.body ?? null, position, updated_at: writeTimeIso() })
+      .where('id', '=', lessonId).execute()
+    return getLessonRow(trx, lessonId)
+  })
+}
+
+/** The PUT body that keeps a lesson as it is: what a PATCH merges into. */
+export function lessonFields (lesson: Lesson): LessonCreate {
+  return { title: lesson.title, body: lesson.body, position: lesson.position }
+}
+
+/** Removes a lesson; the later lessons of its chapter move up one place. */
+export async function deleteLesson (db: Db, lessonId: string, viewerId: string,
+  guard: Guard<{ course: Course, lesson: Lesson }>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const current = await lockLesson(trx, lessonId, viewerId)
+    guard(current)
+    await trx.deleteFrom('lesson').where('id', '=', lessonId).execute()
+    await closeGap(trx, 'lesson', current.lesson.chapter_id, current.lesson.position)
+  })
+}
+
+/** The lesson as the viewer may see it (404 LessonNotFound) and its course, the chapter row locked and the lesson read again under it. */
+async function lockLesson (trx: Db, lessonId: string, viewerId: string): Promise<{ course: Course, lesson: Lesson }> {
+  const { chapter_id: chapterId } = await getLesson(trx, lessonId, viewerId)
+  await lockForUpdate(trx, trx.selectFrom('chapter').select('id').where('id', '=', chapterId))
+  const lesson = await getLesson(trx, lessonId, viewerId)
+  const { course_id: courseId } = await getChapter(trx, chapterId, viewerId)
+  return { course: await getCourse(trx, courseId, viewerId), lesson }
+}
+
+/**
+ * Inside a change's transaction, the parent locked: the place an item moves to (absent: where it
+ * is; past the end: the last), shifting the items between its old and new place by one, so the
+ * places stay 1..n with none taken twice.
+ */
+async function move (trx: Db, table: 'chapter' | 'lesson', parentId: string, item: { id: string, position: number },
+  wanted: number | undefined): Promise<number> {
+  if (wanted === undefined || wanted === item.position) return item.position
+  // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
+  const t = table as 'chapter'
+  const column = PARENT[table].parentColumn as 'course_id'
+  const { n } = await trx.selectFrom(t).select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where(column, '=', parentId).executeTakeFirstOrThrow()
+  const to = Math.min(wanted, Number(n))
+  if (to === item.position) return to
+  const down = to < item.position
+  await trx.updateTable(t)
+    .set(eb => ({ position: eb('position', down ? '+' : '-', 1), updated_at: writeTimeIso() }))
+    .where(column, '=', parentId).where('id', '!=', item.id)
+    .where('position', '>=', down ? to : item.position + 1)
+    .where('position', '<=', down ? item.position - 1 : to)
+    .execute()
+  return to
+}
+
+/** After a removal, the parent locked: the items after the removed place move up one. */
+async function closeGap (trx: Db, table: 'chapter' | 'lesson', parentId: string, removed: number): Promise<void> {
+  const t = table as 'chapter'
+  const column = PARENT[table].parentColumn as 'course_id'
+  await trx.updateTable(t).set(eb => ({ position: eb('position', '-', 1), updated_at: writeTimeIso() }))
+    .where(column, '=', parentId).where('position', '>', removed).execute()
 }

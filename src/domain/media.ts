@@ -12,6 +12,7 @@ import { formatDateTime } from '../db/date-time-format.js'
 import { clockMs, writeTimeIso } from '../db/clock.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { compiledList, parseSort, type Page } from './list.js'
+import { assertOwner } from './ownership.js'
 
 export type MediaRow = Selectable<MediaTable>
 
@@ -221,6 +222,39 @@ export async function getMedia (db: Db, id: string): Promise<MediaRow> {
   const row = await mediaById(db, id)
   if (!row) throw new AppError('MediaNotFound', `no media with id ${id}`)
   return row
+}
+
+/**
+ * Deletes one of the owner's media (another's: 403 UserNotOwner; none: 404 MediaNotFound), in one
+ * transaction under the owner's row lock, the lock uploads count the quota under: the row goes, so
+ * its bytes stop counting against the quota at once; the owner's own references to its URL (the
+ * profile's avatar_url, their posts' media_url) are cleared; then the bytes leave storage, last,
+ * so a storage failure rolls everything back. Two deletes at once take turns: the second finds no
+ * row (404) and frees nothing. `guard` runs against the row as it is, after the owner check
+ * (the route's If-Match). Exported for whatever else ends an owner's media (account deletion).
+ */
+export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: string, mediaId: string,
+  guard: (current: MediaRow) => void = () => {}): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await lockOwner(trx, ownerId)
+    const row = await trx.selectFrom('media').selectAll().where('id', '=', mediaId).executeTakeFirst()
+    if (!row) throw new AppError('MediaNotFound', `no media with id ${mediaId}`)
+    assertOwner(ownerId, row.owner_id)
+    guard(row)
+    await trx.deleteFrom('media').where('id', '=', mediaId).execute()
+    const urls = urlPatterns(mediaId)
+    await trx.updateTable('profile').set({ avatar_url: null })
+      .where('id', '=', ownerId).where(eb => eb.or(urls.map(url => eb('avatar_url', 'like', url)))).execute()
+    await trx.updateTable('post').set({ media_url: null })
+      .where('creator_id', '=', ownerId).where(eb => eb.or(urls.map(url => eb('media_url', 'like', url)))).execute()
+    await storage.remove(row.storage_key)
+  })
+}
+
+/** LIKE patterns of a URL that serves this media, on any allowed host: a path ending in /v1/media/{id}, perhaps a query or fragment. */
+function urlPatterns (mediaId: string): string[] {
+  const path = `%/v1/media/${mediaId}`
+  return [path, `${path}?%`, `${path}#%`]
 }
 
 /** The row as the API shows it; `url` is on the public media host, with no file extension. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { cachedRowStatement } from '../db/statement-cache.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
+import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
 import { alertPostCreator } from './alerts.js'
@@ -9,6 +10,10 @@ import { compiledList, parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { assertPostVisible, isUniqueViolation } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
+import { bodyOf, type Change } from './merge-patch.js'
+
+/** Runs inside the change's transaction against the review as it is: the route's owner and If-Match checks. */
+export type ReviewGuard = (current: Review) => void
 
 const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }
 const DEFAULT_SORT = [{ column: 'review.created_at', direction: 'desc' as const }]
@@ -67,7 +72,9 @@ export async function createReview (db: Executor, postId: string, authorId: stri
       await trx.insertInto('review').values({
         id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: writeTimeIso()
       }).execute()
-      await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
+      const alertId = await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
+      // the alert tells of this review, and goes when it goes (alert.review_id, ON DELETE CASCADE)
+      if (alertId !== undefined) await trx.updateTable('alert').set({ review_id: id }).where('id', '=', alertId).execute()
       return toReview(await selectReviews(trx, postId).where('review.id', '=', id).executeTakeFirstOrThrow())
     })
   } catch (err) {
@@ -75,4 +82,43 @@ export async function createReview (db: Executor, postId: string, authorId: stri
     if (isUniqueViolation(err)) throw new AppError('Conflict', 'you have already reviewed this post')
     throw err
   }
+}
+
+/**
+ * PUT and PATCH: replaces the rating and text. The author and the post stay, so the rule of one
+ * review per user and post holds as it was.
+ */
+export async function updateReview (db: Executor, postId: string, reviewId: string, viewerId: string, change: Change<Review, ReviewCreate>,
+  guard: ReviewGuard): Promise<Review> {
+  return db.transaction().execute(async (trx) => {
+    const current = await lockReview(trx, postId, reviewId, viewerId)
+    guard(current)
+    const input = bodyOf(change, current)
+    await trx.updateTable('review').set({ rating: input.rating, text: input.text ?? null }).where('id', '=', reviewId).execute()
+    return getReview(trx, postId, reviewId, viewerId)
+  })
+}
+
+/** The PUT body that keeps a review as it is: what a PATCH merges into. */
+export function reviewFields (review: Review): ReviewCreate {
+  return { rating: review.rating, text: review.text }
+}
+
+/**
+ * Withdraws a review: the alert it raised goes with it (ON DELETE CASCADE), with the alert's
+ * e-mail while still unsent; the author may review the post again afterwards.
+ */
+export async function deleteReview (db: Executor, postId: string, reviewId: string, viewerId: string, guard: ReviewGuard): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    guard(await lockReview(trx, postId, reviewId, viewerId))
+    const alerts = trx.selectFrom('alert').select('id').where('review_id', '=', reviewId)
+    await trx.deleteFrom('outbox_message').where('alert_id', 'in', alerts).where('sent_at', 'is', null).execute()
+    await trx.deleteFrom('review').where('id', '=', reviewId).execute()
+  })
+}
+
+/** The review to change, locked until the transaction ends. */
+async function lockReview (trx: Executor, postId: string, reviewId: string, viewerId: string): Promise<Review> {
+  await lockForUpdate(trx, trx.selectFrom('review').select('id').where('id', '=', reviewId))
+  return getReview(trx, postId, reviewId, viewerId)
 }

@@ -1,13 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
-  Class, ClassCreate, ClassList, ClassListQuery, ClassParams, Student, StudentCreate, StudentList, StudentListQuery, StudentParams
+  Class, ClassCreate, ClassList, ClassListQuery, ClassParams, ClassPatch, Student, StudentCreate, StudentList, StudentListQuery,
+  StudentParams, StudentPatch
 } from '../../../schemas/classes.js'
-import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
+import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { createClass, createStudent, getClass, getStudent, listClasses, listStudents } from '../../domain/classes.js'
+import {
+  classFields, createClass, createStudent, deleteClass, deleteStudent, getClass, getStudent, listClasses, listStudents, studentFields,
+  updateClass, updateStudent
+} from '../../domain/classes.js'
 import { pageOrCount } from '../../domain/list.js'
 import { created, listReply } from '../replies.js'
-import { ownedByCaller, security } from '../guards.js'
+import { ownedByCaller, ownerAndIfMatch, security } from '../guards.js'
+import { registerUpdates } from '../updates.js'
 
 const tags = ['classes']
 const ownerOfClass = (cls: Class) => cls.owner.id
@@ -79,6 +85,98 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
     return getStudent(db, request.params.classId, request.params.studentId)
+  })
+
+  await fastify.register(ownerWrites)
+}
+
+/** The class owner's changes: a class and its students replaced, patched or removed. */
+const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { db } = fastify
+  // changing a class or a student needs creator rights still, removing one only ownership
+  const ownClass = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ownerAndIfMatch(request, reply, ownerOfClass, { asCreator })
+  const ownStudent = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ({ cls, student }: { cls: Class, student: Student }) =>
+      ownerAndIfMatch<Student>(request, reply, () => cls.owner.id, { asCreator })(student)
+  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
+
+  registerUpdates(fastify, {
+    url: '/classes/:classId',
+    tags,
+    params: ClassParams,
+    body: ClassCreate,
+    patchBody: ClassPatch,
+    response: Class,
+    errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'PreconditionFailed'],
+    put: {
+      operationId: 'updateClass',
+      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its ' +
+        'name, course and start date (absent: none). The course must be one of the caller\'s own, as on create. A stale If-Match is ' +
+        '412 and changes nothing.',
+      summary: 'Replace a class\'s writable fields (owner)'
+    },
+    patch: {
+      operationId: 'patchClass',
+      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start ' +
+        'date: a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is ' +
+        'kept. The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change some fields of a class (owner), a JSON Merge Patch'
+    },
+    fieldsOf: classFields,
+    run: (request, reply, change) => updateClass(db, request.params.classId, request.user.id, change, ownClass(request, reply, true))
+  })
+
+  fastify.delete('/classes/:classId', {
+    schema: {
+      tags, security, operationId: 'deleteClass',
+      description: 'The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students ' +
+        'in the same change. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
+      summary: 'Close a class and remove its students (owner)', params: ClassParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'PreconditionFailed') }
+    }
+  }, async (request, reply) => {
+    await deleteClass(db, request.params.classId, request.user.id, ownClass(request, reply))
+    return reply.code(204).send(null)
+  })
+
+  registerUpdates(fastify, {
+    url: '/classes/:classId/students/:studentId',
+    tags,
+    params: StudentParams,
+    body: StudentCreate,
+    patchBody: StudentPatch,
+    response: Student,
+    errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed'],
+    put: {
+      operationId: 'updateStudent',
+      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the ' +
+        'student\'s writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace a student\'s writable fields (class owner)'
+    },
+    patch: {
+      operationId: 'patchStudent',
+      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student\'s fields: a ' +
+        'member present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. ' +
+        'The merged student must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change some fields of a student (class owner), a JSON Merge Patch'
+    },
+    fieldsOf: studentFields,
+    run: (request, reply, change) => updateStudent(db, request.params.classId, request.params.studentId, request.user.id, change,
+      ownStudent(request, reply, true))
+  })
+
+  fastify.delete('/classes/:classId/students/:studentId', {
+    schema: {
+      tags, security, operationId: 'deleteStudent',
+      description: 'The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. ' +
+        'A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
+      summary: 'Remove a student from a class (class owner)', params: StudentParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed') }
+    }
+  }, async (request, reply) => {
+    await deleteStudent(db, request.params.classId, request.params.studentId, request.user.id, ownStudent(request, reply))
+    return reply.code(204).send(null)
   })
 }
 

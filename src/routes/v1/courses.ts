@@ -1,14 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import {
-  Chapter, ChapterCreate, ChapterList, ChapterParams, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate, LessonList, LessonParams, PositionedListQuery
+  Chapter, ChapterCreate, ChapterList, ChapterParams, ChapterPatch, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate,
+  LessonList, LessonParams, LessonPatch, PositionedListQuery
 } from '../../../schemas/courses.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import {
-  assertChapterOf, createChapter, createLesson, getChapter, getCourse, getLesson, listChapters, listLessons
+  assertChapterOf, chapterFields, createChapter, createLesson, deleteChapter, deleteLesson, getChapter, getCourse, getLesson, lessonFields,
+  listChapters, listLessons, updateChapter, updateLesson
 } from '../../domain/courses.js'
 import { created, listReply } from '../replies.js'
-import { optionalSecurity, security, callerId, ownedByCaller } from '../guards.js'
+import { optionalSecurity, security, callerId, ownedByCaller, ownerAndIfMatch } from '../guards.js'
+import { registerUpdates } from '../updates.js'
 
 const tags = ['courses']
 const creatorOfCourse = (course: Course) => course.creator.id
@@ -88,6 +92,95 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     await assertChapterOf(db, courseId, chapterId)
     const lesson = await createLesson(db, chapterId, request.body)
     return created(reply, `/v1/lessons/${lesson.id}`, lesson)
+  })
+
+  // changing a chapter or lesson needs creator rights still, removing one only ownership of the course
+  const ownChapter = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ({ course, chapter }: { course: Course, chapter: Chapter }) =>
+      ownerAndIfMatch<Chapter>(request, reply, () => creatorOfCourse(course), { asCreator })(chapter)
+  const ownLesson = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
+    ({ course, lesson }: { course: Course, lesson: Lesson }) =>
+      ownerAndIfMatch<Lesson>(request, reply, () => creatorOfCourse(course), { asCreator })(lesson)
+  const changes = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner',
+    'PreconditionFailed'] as const
+
+  registerUpdates(fastify, {
+    url: '/chapters/:chapterId',
+    tags,
+    params: ChapterParams,
+    body: ChapterCreate,
+    patchBody: ChapterPatch,
+    response: Chapter,
+    errors: [...changes, 'UserNotCreator', 'ChapterNotFound'],
+    put: {
+      operationId: 'updateChapter',
+      description: 'The course\'s owner only, while still a creator (others 403; 404 where the course is hidden from the caller): ' +
+        'replaces the title and, with a position, moves the chapter there (the chapters between shift by one; past the end: last; ' +
+        'absent: it stays). A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace a chapter\'s title, or move it (course owner)'
+    },
+    patch: {
+      operationId: 'patchChapter',
+      description: 'The course\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a title present replaces ' +
+        'the title, a position moves the chapter (the chapters between shift by one), an absent member is kept; null is 422 on both. A ' +
+        'stale If-Match is 412 and changes nothing.',
+      summary: 'Rename or move a chapter (course owner), a JSON Merge Patch'
+    },
+    fieldsOf: chapterFields,
+    run: (request, reply, change) => updateChapter(db, request.params.chapterId, request.user.id, change, ownChapter(request, reply, true))
+  })
+
+  fastify.delete('/chapters/:chapterId', {
+    schema: {
+      tags, security, operationId: 'deleteChapter',
+      description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its ' +
+        'lessons in the same change; the later chapters move up one place. A stale If-Match is 412 and removes nothing; a second ' +
+        'DELETE is 404.',
+      summary: 'Remove a chapter and its lessons (course owner)', params: ChapterParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...changes, 'ChapterNotFound') }
+    }
+  }, async (request, reply) => {
+    await deleteChapter(db, request.params.chapterId, request.user.id, ownChapter(request, reply))
+    return reply.code(204).send(null)
+  })
+
+  registerUpdates(fastify, {
+    url: '/lessons/:lessonId',
+    tags,
+    params: LessonParams,
+    body: LessonCreate,
+    patchBody: LessonPatch,
+    response: Lesson,
+    errors: [...changes, 'UserNotCreator', 'LessonNotFound'],
+    put: {
+      operationId: 'updateLesson',
+      description: 'The course\'s owner only, while still a creator (others 403; 404 where the course is hidden from the caller): ' +
+        'replaces the title and body (absent body: none) and, with a position, moves the lesson within its chapter (the lessons ' +
+        'between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace a lesson\'s title and body, or move it (course owner)'
+    },
+    patch: {
+      operationId: 'patchLesson',
+      description: 'The course\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a member present replaces ' +
+        'the field, a position moves the lesson within its chapter, null clears the body (on the title or position it is 422), an ' +
+        'absent member is kept. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change or move a lesson (course owner), a JSON Merge Patch'
+    },
+    fieldsOf: lessonFields,
+    run: (request, reply, change) => updateLesson(db, request.params.lessonId, request.user.id, change, ownLesson(request, reply, true))
+  })
+
+  fastify.delete('/lessons/:lessonId', {
+    schema: {
+      tags, security, operationId: 'deleteLesson',
+      description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later ' +
+        'lessons of its chapter move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
+      summary: 'Remove a lesson (course owner)', params: LessonParams, headers: IfMatchHeaders,
+      response: { 204: NoContent, ...errorResponses(...changes, 'LessonNotFound') }
+    }
+  }, async (request, reply) => {
+    await deleteLesson(db, request.params.lessonId, request.user.id, ownLesson(request, reply))
+    return reply.code(204).send(null)
   })
 }
 

@@ -4,11 +4,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '../../../schemas/typebox.js'
 import multipart, { receiveFile } from '../../../plugins/multipart.js'
 import { AppError } from '../../../schemas/problems.js'
-import { NotModified, ref } from '../../../schemas/common.js'
+import { IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { security } from '../guards.js'
-import { bytesEtag, createMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia } from '../../domain/media.js'
+import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import {
+  bytesEtag, createMedia, deleteMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia, type MediaRow
+} from '../../domain/media.js'
 import { requireVerifiedAddress } from '../../domain/email-verification.js'
 import { etagMatches } from '../../../plugins/etag.js'
 import { created } from '../replies.js'
@@ -113,6 +115,31 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
         await releaseUpload(db, reservation).catch((cause: unknown) => request.log.warn({ err: cause }, 'could not release an upload\'s reserved room'))
         throw err
       }
+    })
+
+    uploads.delete('/media/:mediaId', {
+      schema: {
+        tags: ['media'],
+        operationId: 'deleteMedia',
+        description: 'The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; ' +
+          'the caller\'s own avatar_url and posts\' media_url that name its URL are cleared in the same change. Anyone else\'s copy of ' +
+          'the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 ' +
+          'and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
+        summary: 'Delete an uploaded file, free its quota, clear your references to it (uploader)',
+        security,
+        params: MediaParams,
+        headers: IfMatchHeaders,
+        response: {
+          204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'MediaNotFound', 'ValidationFailed', 'PreconditionFailed')
+        }
+      }
+    }, async (request, reply) => {
+      const { config, db } = fastify
+      const { mediaId } = request.params as { mediaId: string }
+      // If-Match names the ETag of the metadata (GET with Accept: application/json)
+      const guard = (row: MediaRow) => ownerAndIfMatch(request, reply, () => row.owner_id)(toMedia(row, config.mediaPublicUrl))
+      await deleteMedia(db, storage, request.user.id, mediaId, guard)
+      return reply.code(204).send(null)
     })
   })
 }

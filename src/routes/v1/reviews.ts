@@ -1,12 +1,70 @@
-import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams } from '../../../schemas/reviews.js'
-import { createReview, getReview, listReviews } from '../../domain/reviews.js'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IfMatchHeaders, NoContent } from '../../../schemas/common.js'
+import { errorResponses } from '../../../schemas/problems.js'
+import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams, ReviewPatch } from '../../../schemas/reviews.js'
+import { createReview, deleteReview, getReview, listReviews, reviewFields, updateReview } from '../../domain/reviews.js'
+import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import { registerUpdates } from '../updates.js'
 import { postChildRoutes } from './post-children.js'
 
-/** Reviews of a post: public reads, one review per active user and post. */
+const tags = ['reviews']
+const authorOf = (r: Review) => r.author.id
+
+/** The author's own writes: replacing, patching and withdrawing a review. */
+const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
+  registerUpdates(fastify, {
+    url: '/posts/:postId/reviews/:reviewId',
+    tags,
+    params: ReviewParams,
+    body: ReviewCreate,
+    patchBody: ReviewPatch,
+    response: Review,
+    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType',
+      'PreconditionFailed'],
+    put: {
+      operationId: 'updateReview',
+      description: 'The review\'s author only (others 403; 404 where the post is hidden from the caller): replaces its rating and text ' +
+        '(an absent text becomes null). Still one review per user and post. A stale If-Match is 412 and changes nothing.',
+      summary: 'Replace the rating and text of a review (author)'
+    },
+    patch: {
+      operationId: 'patchReview',
+      description: 'The review\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): a member present replaces the field, ' +
+        'null clears the text (on the rating it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.',
+      summary: 'Change a review (author), a JSON Merge Patch'
+    },
+    fieldsOf: reviewFields,
+    run: (request, reply, change) => updateReview(fastify.db, request.params.postId, request.params.reviewId, request.user.id,
+      change, ownerAndIfMatch(request, reply, authorOf))
+  })
+
+  fastify.delete('/posts/:postId/reviews/:reviewId', {
+    schema: {
+      tags,
+      security,
+      operationId: 'deleteReview',
+      description: 'The review\'s author only (others 403): withdraws the review, and the alert it raised for the post\'s creator with ' +
+        'it. The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
+      summary: 'Withdraw a review (author)',
+      params: ReviewParams,
+      headers: IfMatchHeaders,
+      response: {
+        204: NoContent,
+        ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed')
+      }
+    }
+  }, async (request, reply) => {
+    const { postId, reviewId } = request.params
+    await deleteReview(fastify.db, postId, reviewId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
+    return reply.code(204).send(null)
+  })
+}
+
+/** Reviews of a post: public reads, one review per active user and post; only the author changes or withdraws one. */
 export default postChildRoutes({
   plural: 'reviews',
   idParam: 'reviewId',
-  tags: ['reviews'],
+  tags,
   list: {
     operationId: 'listReviews', description: 'Anyone for a published post; with a token, the creator of a draft too. The reviews of a post, newest first. Changes nothing.',
     summary: 'The reviews of a post, newest first; filter rating',
@@ -27,5 +85,6 @@ export default postChildRoutes({
     body: ReviewCreate,
     response: Review,
     run: createReview
-  }
+  },
+  moreWrites: authorWrites
 })

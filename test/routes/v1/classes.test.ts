@@ -299,3 +299,114 @@ t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other 
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}/students/${student.id}`, headers: owner.headers })).code, 'ClassNotFound')
   t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students/nope`, headers: owner.headers })).statusCode, 422)
 })
+
+t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden), stale If-Match 412, bad bodies 422', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const othersCourse = await insertPost(app, other.id, { type: 'COURSE' })
+  const cls = await openClass(app, owner, { name: 'Evening', starts_date: '2026-12-01' })
+  const url = `/v1/classes/${cls.id}`
+  const read = () => app.inject({ method: 'GET', url, headers: owner.headers })
+  const before = await read()
+
+  const put = await write(app, 'PUT', url, owner, { name: 'Morning', course_id: course }, before.headers.etag)
+  t.equal(put.statusCode, 200)
+  t.match(json(put), { id: cls.id, name: 'Morning', course_id: course, starts_date: null, owner: { id: owner.id } },
+    'PUT replaces: an absent start date is null')
+  t.equal((await read()).headers.etag, put.headers.etag)
+  const stale = await write(app, 'PATCH', url, owner, { name: 'x' }, before.headers.etag)
+  t.equal(stale.statusCode, 412)
+  const notOwner = await app.inject({ method: 'PATCH', url, headers: other.headers, payload: { name: 'Mine now' } })
+  t.equal(notOwner.statusCode, 403)
+  t.equal(json(notOwner).code, 'UserNotOwner')
+  const broken = [{ name: null }, { name: '' }, { starts_date: '2026-13-01' }, { course_id: randomUUID() }, { owner_id: other.id }]
+  for (const payload of broken) {
+    const res = await app.inject({ method: 'PATCH', url, headers: owner.headers, payload })
+    t.equal(res.statusCode, 422, JSON.stringify(payload))
+  }
+  t.equal(json(await write(app, 'PATCH', url, owner, { course_id: othersCourse })).code, 'UserNotOwner', 'another creator\'s course')
+  t.match(json(await read()), { name: 'Morning', course_id: course, starts_date: null }, 'nothing written by the refused requests')
+
+  const patched = await write(app, 'PATCH', url, owner, { course_id: null, starts_date: '2027-01-11' })
+  t.equal(patched.statusCode, 200)
+  t.match(json(patched), { name: 'Morning', course_id: null, starts_date: '2027-01-11' })
+
+  const draft = await insertPost(app, owner.id, { type: 'COURSE', published_at: null })
+  const hidden = await openClass(app, owner, { name: 'Planned', course_id: draft })
+  const res = await app.inject({ method: 'PUT', url: `/v1/classes/${hidden.id}`, headers: other.headers, payload: { name: 'x' } })
+  t.equal(res.statusCode, 404, 'a class the caller cannot see is 404')
+  t.equal(json(res).code, 'ClassNotFound')
+})
+
+t.test('DELETE /v1/classes/{classId}: the owner closes it and its students go in the same change; a second DELETE is 404', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const cls = await openClass(app, owner)
+  const keep = await openClass(app, owner, { name: 'Keep' })
+  for (const name of ['A', 'B', 'C']) await addStudent(app, owner, cls.id, { first_name: name, sex: 'X' })
+  await addStudent(app, owner, keep.id, { first_name: 'D', sex: 'F' })
+  const url = `/v1/classes/${cls.id}`
+  const total = async () => json(await app.inject({ method: 'GET', url: '/v1/classes', headers: owner.headers })).total
+
+  t.equal((await app.inject({ method: 'DELETE', url, headers: other.headers })).statusCode, 403)
+  t.equal((await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': '"stale"' } })).statusCode, 412)
+  t.equal(await total(), 2, 'nothing removed by the refused requests')
+  const etag = (await app.inject({ method: 'GET', url, headers: owner.headers })).headers.etag as string
+  const res = await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': etag } })
+  t.equal(res.statusCode, 204)
+  t.equal(res.body, '')
+  t.equal(await total(), 1, 'the total is exact at once')
+  const students = await app.db.selectFrom('student').select('first_name').execute()
+  t.same(students.map(s => s.first_name), ['D'], 'its students went, the other class\'s stayed')
+  const again = await app.inject({ method: 'DELETE', url, headers: owner.headers })
+  t.equal(again.statusCode, 404)
+  t.equal(json(again).code, 'ClassNotFound')
+  t.equal((await app.inject({ method: 'GET', url: `${url}/students`, headers: owner.headers })).statusCode, 404)
+})
+
+t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class owner only; If-Match; totals exact', async (t) => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const cls = await openClass(app, owner)
+  const otherClass = await openClass(app, owner, { name: 'other' })
+  const student = await addStudent(app, owner, cls.id, { first_name: 'Mary', last_name: 'Smervil', sex: 'F', email: 'mary@example.com' })
+  await addStudent(app, owner, cls.id, { first_name: 'Ann', sex: 'F' })
+  const url = `/v1/classes/${cls.id}/students/${student.id}`
+  const read = () => app.inject({ method: 'GET', url, headers: owner.headers })
+  const list = async () => json(await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students`, headers: owner.headers }))
+  const before = await read()
+
+  const patched = await write(app, 'PATCH', url, owner, { last_name: 'Somerville', email: null }, before.headers.etag)
+  t.equal(patched.statusCode, 200)
+  t.match(json(patched), { first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: null })
+  const put = await write(app, 'PUT', url, owner, { first_name: 'Mary', sex: 'X' }, patched.headers.etag)
+  t.match(json(put), { first_name: 'Mary', last_name: null, sex: 'X', email: null }, 'PUT replaces')
+  t.equal((await write(app, 'PUT', url, owner, { first_name: 'Z', sex: 'M' }, before.headers.etag)).statusCode, 412)
+  t.equal(json(await app.inject({ method: 'PATCH', url, headers: other.headers, payload: { first_name: 'Z' } })).code, 'UserNotOwner')
+  for (const payload of [{ sex: 'Q' }, { first_name: null }, { email: 'not an address' }, { class_id: otherClass.id }]) {
+    t.equal((await app.inject({ method: 'PATCH', url, headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
+  }
+  const elsewhere = `/v1/classes/${otherClass.id}/students/${student.id}`
+  t.equal(json(await write(app, 'PATCH', elsewhere, owner, { first_name: 'Z' })).code, 'StudentNotFound')
+  t.same(json(await read()), json(put), 'nothing written by the refused requests')
+
+  t.equal(json(await app.inject({ method: 'DELETE', url, headers: other.headers })).code, 'UserNotOwner')
+  t.equal((await write(app, 'DELETE', url, owner, undefined, before.headers.etag)).statusCode, 412)
+  t.equal((await list()).total, 2)
+  const res = await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': put.headers.etag as string } })
+  t.equal(res.statusCode, 204)
+  t.equal(res.body, '')
+  t.same((await list()).students.map((s: { first_name: string }) => s.first_name), ['Ann'])
+  t.equal((await list()).total, 1, 'the total is exact at once')
+  t.equal(json(await app.inject({ method: 'DELETE', url, headers: owner.headers })).code, 'StudentNotFound', 'a second DELETE is 404')
+})
+
+/** A write by `user`, with `If-Match: etag` when one is given. */
+function write (app: FastifyInstance, method: 'PUT' | 'PATCH' | 'DELETE', url: string, user: TestUser, payload?: object, etag?: unknown) {
+  const headers = etag === undefined ? user.headers : { ...user.headers, 'if-match': String(etag) }
+  return app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
+}

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { build, json } from '../../helper.js'
 import { createCreator, createUser } from '../../fixtures.js'
@@ -137,3 +139,115 @@ t.test('POST /v1/posts/{postId}/reviews with Idempotency-Key: replay creates not
   t.equal((await app.db.selectFrom('review').select('id').execute()).length, 1)
   t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 1, 'one alert')
 })
+
+t.test('PUT and PATCH a review: the author changes it; others 403, stale If-Match 412, bad bodies 422', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const author = await createUser(app)
+  const stranger = await createUser(app)
+  const post = await createPost(app, creator)
+  const created = await send(app, 'POST', `/v1/posts/${post.id}/reviews`, author.headers, { rating: 2, text: 'Typo here' })
+  const url = created.headers.location as string
+  const read = async () => app.inject({ method: 'GET', url })
+  const before = await read()
+  const stale = { ...author.headers, 'if-match': String(before.headers.etag) }
+
+  const put = await send(app, 'PUT', url, stale, { rating: 4, text: 'Fixed' })
+  t.equal(put.statusCode, 200)
+  t.match(json(put), { id: json(created).id, rating: 4, text: 'Fixed', author: { id: author.id } })
+  t.not(put.headers.etag, before.headers.etag, 'a new ETag')
+  t.equal((await read()).headers.etag, put.headers.etag, 'the ETag PUT answers is the one GET sends')
+
+  const refused = await send(app, 'PUT', url, stale, { rating: 1 })
+  t.equal(refused.statusCode, 412)
+  t.equal(json(refused).code, 'PreconditionFailed')
+  const notAuthor = await app.inject({ method: 'PATCH', url, headers: stranger.headers, payload: { rating: 1 } })
+  t.equal(notAuthor.statusCode, 403)
+  t.equal(json(notAuthor).code, 'UserNotOwner')
+  t.equal((await send(app, 'PUT', url, creator.headers, { rating: 1 })).statusCode, 403, 'not the post\'s creator either')
+  for (const payload of [{ rating: 6 }, { rating: null }, { text: 'x', extra: 1 }]) {
+    t.equal((await app.inject({ method: 'PATCH', url, headers: author.headers, payload })).statusCode, 422, JSON.stringify(payload))
+  }
+  t.equal((await send(app, 'PUT', url, author.headers, { text: 'no rating' })).statusCode, 422, 'PUT needs the rating')
+  t.match(json(await read()), { rating: 4, text: 'Fixed' }, 'nothing written by the refused requests')
+
+  const mergePatch = { ...author.headers, 'content-type': 'application/merge-patch+json' }
+  const patched = await send(app, 'PATCH', url, mergePatch, JSON.stringify({ text: null }))
+  t.equal(patched.statusCode, 200)
+  t.match(json(patched), { rating: 4, text: null }, 'null clears the text, the rating is kept')
+  const put2 = await app.inject({ method: 'PUT', url, headers: author.headers, payload: { rating: 5 } })
+  t.match(json(put2), { rating: 5, text: null }, 'PUT replaces: an absent text is null')
+
+  const draft = await createPost(app, creator, { published_at: null })
+  const own = await insertReview(app, draft.id, stranger.id)
+  const hidden = await send(app, 'PUT', `/v1/posts/${draft.id}/reviews/${own}`, stranger.headers, { rating: 1 })
+  t.equal(hidden.statusCode, 404, 'a review of a post the caller cannot see is 404')
+  t.equal(json(hidden).code, 'PostNotFound')
+  t.equal((await send(app, 'PUT', `/v1/posts/${post.id}/reviews/${MISSING}`, author.headers, { rating: 1 })).statusCode, 404)
+})
+
+t.test('DELETE a review: the author withdraws it and its alert; totals exact; once per person still', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app, { verified: true })
+  const author = await createUser(app)
+  const other = await createUser(app)
+  const post = await createPost(app, creator)
+  const list = `/v1/posts/${post.id}/reviews`
+  const mine = await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 1 } })
+  await app.inject({ method: 'POST', url: list, headers: other.headers, payload: { rating: 5 } })
+  const url = mine.headers.location as string
+  const alerts = async () => (await app.db.selectFrom('alert').select(['review_id']).execute()).map(a => a.review_id).sort()
+  const mail = async () => (await app.db.selectFrom('outbox_message').select('id').where('alert_id', 'is not', null).execute()).length
+  const others = await app.db.selectFrom('review').select('id').where('author_id', '=', other.id).executeTakeFirstOrThrow()
+  t.same(await alerts(), [json(mine).id, others.id].sort())
+  t.equal(await mail(), 2)
+  const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
+
+  t.equal((await app.inject({ method: 'DELETE', url })).statusCode, 401)
+  const stranger = await app.inject({ method: 'DELETE', url, headers: other.headers })
+  t.equal(stranger.statusCode, 403)
+  t.equal(json(stranger).code, 'UserNotOwner')
+  const stale = await app.inject({ method: 'DELETE', url, headers: { ...author.headers, 'if-match': '"stale"' } })
+  t.equal(stale.statusCode, 412)
+  t.equal(json(await app.inject({ method: 'GET', url: list })).total, 2, 'nothing removed by the refused requests')
+
+  const gone = await app.inject({ method: 'DELETE', url, headers: { ...author.headers, 'if-match': etag } })
+  t.equal(gone.statusCode, 204)
+  t.equal(gone.body, '')
+  t.equal((await app.inject({ method: 'GET', url })).statusCode, 404)
+  t.equal(json(await app.inject({ method: 'GET', url: list })).total, 1, 'the total is exact at once')
+  t.equal((await alerts()).length, 1, 'the alert the review raised went with it')
+  t.equal(await mail(), 1, 'and its unsent e-mail')
+  const again = await app.inject({ method: 'DELETE', url, headers: author.headers })
+  t.equal(again.statusCode, 404, 'a second DELETE is 404')
+  t.equal(json(again).code, 'ResourceNotFound')
+
+  const anew = await app.inject({ method: 'POST', url: list, headers: author.headers, payload: { rating: 3 } })
+  t.equal(anew.statusCode, 201, 'the author may review the post again')
+  t.equal((await send(app, 'POST', list, author.headers, { rating: 4 })).statusCode, 409, 'still once per person')
+})
+
+t.test('deleting a post takes its reviews and their alerts with it', async (t) => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const reader = await createUser(app)
+  const post = await createPost(app, creator)
+  await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/reviews`, headers: reader.headers, payload: { rating: 4 } })
+  t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 1)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${post.id}`, headers: creator.headers })).statusCode, 204)
+  t.equal((await app.db.selectFrom('review').select('id').execute()).length, 0)
+  t.equal((await app.db.selectFrom('alert').select('id').execute()).length, 0)
+})
+
+async function insertReview (app: FastifyInstance, postId: string, authorId: string): Promise<string> {
+  const id = randomUUID()
+  const row = { id, post_id: postId, author_id: authorId, rating: 3, text: null, created_at: new Date().toISOString() }
+  await app.db.insertInto('review').values(row).execute()
+  return id
+}
+
+/** One request with a JSON body (or a raw one, when a string). */
+function send (app: FastifyInstance, method: 'POST' | 'PUT' | 'PATCH', url: string, headers: Record<string, string>,
+  payload: object | string) {
+  return app.inject({ method, url, headers, payload })
+}

@@ -32,6 +32,8 @@ function changes (h: Awaited<ReturnType<typeof holdings>>) {
     { method: 'POST', url: `/v1/courses/${h.course}/chapters/${h.chapter}/lessons`, payload: { title: 'L' } },
     { method: 'POST', url: `/v1/classes/${h.cls}/students`, payload: { first_name: 'Eve', sex: 'F' } },
     { method: 'POST', url: '/v1/classes', payload: { name: 'Another' } },
+    { method: 'PATCH', url: `/v1/classes/${h.cls}`, payload: { name: 'Renamed' }, headers: patch },
+    { method: 'PUT', url: `/v1/chapters/${h.chapter}`, payload: { title: 'Renamed', position: 1 } },
     { method: 'PUT', url: `/v1/shops/${h.shop}`, payload: { name: 'Renamed' } },
     { method: 'POST', url: `/v1/shops/${h.shop}/products`, payload: { name: 'CD', price_cents: 50, currency: 'EUR' } },
     { method: 'PATCH', url: `/v1/shops/${h.shop}/products/${h.product}`, payload: { price_cents: 1 }, headers: patch },
