@@ -74,7 +74,7 @@ export async function listAlerts (db: Db, userId: string, query: AlertListQuery,
 const alertById = cachedRowStatement((db, alertId: string) => db.selectFrom('alert').selectAll().where('id', '=', alertId))
 
 /**
- * One alert and whose it is; the route checks ownership with the shared assertOwner,
+ * One alert and whose it is; the route checks ownership with its declared owner rule,
  * so another user's alert is 403 UserNotOwner and a missing one 404 AlertNotFound.
  */
 export async function getAlert (db: Db, alertId: string): Promise<{ ownerId: string, alert: Alert }> {

@@ -12,7 +12,6 @@ import { formatDateTime } from '../db/date-time-format.js'
 import { clockMs, writeTimeIso } from '../db/clock.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { compiledList, parseSort, type Page } from './list.js'
-import { assertOwner } from './ownership.js'
 
 export type MediaRow = Selectable<MediaTable>
 
@@ -230,16 +229,15 @@ export async function getMedia (db: Db, id: string): Promise<MediaRow> {
  * its bytes stop counting against the quota at once; the owner's own references to its URL (the
  * profile's avatar_url, their posts' media_url) are cleared; then the bytes leave storage, last,
  * so a storage failure rolls everything back. Two deletes at once take turns: the second finds no
- * row (404) and frees nothing. `guard` runs against the row as it is, after the owner check
- * (the route's If-Match). Exported for whatever else ends an owner's media (account deletion).
+ * row (404) and frees nothing. `guard` runs against the row as it is: who may delete it (the
+ * route's owner rule and If-Match). Exported for whatever else ends an owner's media (account deletion).
  */
 export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: string, mediaId: string,
-  guard: (current: MediaRow) => void = () => {}): Promise<void> {
+  guard: (current: MediaRow) => void): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockOwner(trx, ownerId)
     const row = await trx.selectFrom('media').selectAll().where('id', '=', mediaId).executeTakeFirst()
     if (!row) throw new AppError('MediaNotFound', `no media with id ${mediaId}`)
-    assertOwner(ownerId, row.owner_id)
     guard(row)
     await trx.deleteFrom('media').where('id', '=', mediaId).execute()
     const urls = urlPatterns(mediaId)

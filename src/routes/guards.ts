@@ -1,10 +1,7 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { assertOwner } from '../domain/ownership.js'
+import type { FastifyRequest } from 'fastify'
 import type { Account } from '../domain/users.js'
-import { assertCreator } from '../../plugins/auth.js'
-import { assertIfMatch } from '../../plugins/etag.js'
 
-/** Pieces every route group shares: the OpenAPI security requirement and the owner checks. */
+/** Pieces every route group shares: the OpenAPI security requirements, public body limits, the auth error list. Owners: plugins/owner.ts. */
 
 export const security = [{ bearerAuth: [] }]
 
@@ -26,25 +23,3 @@ export const authErrors = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBann
 
 /** The caller's id on a read that takes an optional token (authenticateIfToken); undefined for anyone. */
 export const callerId = (request: FastifyRequest): string | undefined => (request.user as Account | undefined)?.id
-
-/**
- * Who may act: the owner (403 UserNotOwner), and for `asCreator` a creator still (403 UserNotCreator):
- * adding to or changing creator content needs the rights now, deleting it only ownership.
- */
-function assertActor (request: FastifyRequest, ownerId: string, asCreator: boolean): void {
-  assertOwner(request.user.id, ownerId)
-  if (asCreator) assertCreator(request.user)
-}
-
-/** Awaits the resource a route acts under (a class, a course, a shop), lets only its owner through, and returns it. */
-export async function ownedByCaller<T> (request: FastifyRequest, resource: Promise<T>, ownerOf: (resource: T) => string, { asCreator = false } = {}): Promise<T> {
-  const found = await resource
-  assertActor(request, ownerOf(found), asCreator)
-  return found
-}
-
-/** The checks of PUT/PATCH/DELETE, run against the resource as it is: who may act first (403), then If-Match (412). */
-export const ownerAndIfMatch = <T>(request: FastifyRequest, reply: FastifyReply, ownerOf: (current: T) => string, { asCreator = false } = {}) => (current: T) => {
-  assertActor(request, ownerOf(current), asCreator)
-  assertIfMatch(request, reply, current)
-}

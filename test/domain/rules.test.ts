@@ -4,7 +4,6 @@ import { ListQuery, LIMIT_MAX } from '../../schemas/common.js'
 import { isLenientDateTime, parseDateTimeInput } from '../../src/db/date-time-format.js'
 import { AppError } from '../../schemas/problems.js'
 import { pageOrCount, parseSort } from '../../src/domain/list.js'
-import { assertOwner } from '../../src/domain/ownership.js'
 import { isVisible, slugify } from '../../src/domain/posts.js'
 
 // The domain's rules on their own: no app, no HTTP, no database.
@@ -13,11 +12,6 @@ const code = (fn: () => unknown) => {
   try { fn() } catch (err) { return err instanceof AppError ? err.code : `not an AppError: ${String(err)}` }
   return undefined
 }
-
-t.test('ownership: the owner passes, anyone else is 403 UserNotOwner', async (t) => {
-  t.equal(code(() => assertOwner('a', 'a')), undefined)
-  t.equal(code(() => assertOwner('b', 'a')), 'UserNotOwner')
-})
 
 t.test('visibility of drafts and scheduled posts', async (t) => {
   const past = new Date(Date.now() - 60_000).toISOString()

@@ -5,7 +5,8 @@ import auth from '../../plugins/auth.js'
 import { createDb } from '../../src/db/dialect.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { verificationKey } from '../../src/domain/email-verification.js'
-import { assertOwner } from '../../src/domain/ownership.js'
+import etag from '../../plugins/etag.js'
+import owner from '../../plugins/owner.js'
 import { findAccount, invalidToken } from '../../src/domain/users.js'
 import config from '../../plugins/config.js'
 import db from '../../plugins/db.js'
@@ -139,7 +140,7 @@ t.test('the bearer token check on an authenticated route', async (t) => {
   })
 })
 
-t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
+t.test('requireCreator and the declared owner rules on a bare Fastify', async (t) => {
   const cfg = testConfig()
   const server = Fastify()
   t.teardown(() => server.close())
@@ -147,13 +148,15 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
   await server.register(problems)
   await server.register(db, { connect: (log) => createDb('sqlite::memory:', { log }), migrate: migrateToLatest })
   await server.register(auth, { findAccount, invalidToken, verificationKey })
+  await server.register(etag)
+  await server.register(owner)
   await server.register(async (group) => {
     group.addHook('onRequest', group.authenticate)
-    group.get('/creator-only', { preHandler: group.requireCreator }, async () => ({ ok: true }))
-    group.get<{ Params: { ownerId: string } }>('/owned/:ownerId', async (request) => {
-      assertOwner(request.user.id, request.params.ownerId)
-      return { ok: true }
-    })
+    group.get('/creator-only', { onRequest: group.requireCreator }, async () => ({ ok: true }))
+    group.get('/owned/:ownerId', { config: { owner: { param: 'ownerId' } } }, async () => ({ ok: true }))
+    // an `of` rule: the handler hands the resource over; a creator rule on top
+    group.post<{ Params: { ownerId: string } }>('/things/:ownerId', { config: { owner: { of: (thing: { by: string }) => thing.by, creator: true } } },
+      async (request) => request.owned({ by: request.params.ownerId }))
   })
   await whileMigrating(() => server.ready())
   const creator = await createCreator(server)
@@ -169,6 +172,9 @@ t.test('requireCreator and assertOwner on a bare Fastify', async (t) => {
   const other = await server.inject({ method: 'GET', url: `/owned/${creator.id}`, headers: user.headers })
   t.equal(other.statusCode, 403)
   t.equal(json(other).code, 'UserNotOwner')
+  const things = async (who: typeof user, ownerId: string) => { const res = await server.inject({ method: 'POST', url: `/things/${ownerId}`, headers: who.headers }); return res.statusCode === 200 ? 200 : json(res).code }
+  t.same([await things(creator, creator.id), await things(user, creator.id), await things(user, user.id)], [200, 'UserNotOwner', 'UserNotCreator'],
+    'an `of` rule: the owner, then a creator')
 
   const issued = server.issueToken({ id: user.id, generation: 0 })
   t.equal(issued.token_type, 'Bearer')

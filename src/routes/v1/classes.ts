@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
   Class, ClassCreate, ClassList, ClassListQuery, ClassParams, ClassPatch, Student, StudentCreate, StudentList, StudentListQuery,
   StudentParams, StudentPatch
@@ -12,11 +11,11 @@ import {
 } from '../../domain/classes.js'
 import { pageOrCount } from '../../domain/list.js'
 import { created, listReply } from '../replies.js'
-import { ownedByCaller, ownerAndIfMatch, security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import { registerUpdates } from '../updates.js'
 
 const tags = ['classes']
-const ownerOfClass = (cls: Class) => cls.owner.id
+const ownClass = { of: (cls: Class) => cls.owner.id }
 
 /**
  * Classes are read by any signed-in user (those of a course not out yet by its creator only) and
@@ -26,7 +25,7 @@ const ownerOfClass = (cls: Class) => cls.owner.id
 const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
+  const auth = [...authErrors, 'ValidationFailed'] as const
 
   fastify.get('/classes', {
     schema: { tags, security, operationId: 'listClasses', description: 'Any signed-in active user: every class the caller may see, filtered by owner or course. The classes of a draft or scheduled course are listed to the course\'s creator only (for anyone else they are as absent as those of a missing course). Changes nothing.', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
@@ -53,37 +52,38 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => getClass(db, request.params.classId, request.user.id))
 
   fastify.get('/classes/:classId/students', {
+    config: { owner: ownClass },
     schema: {
       tags, security, operationId: 'listStudents', description: 'The class owner only (others 403; 404 for a class the caller cannot see): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
       response: { 200: ref(StudentList), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound') }
     }
   }, async (request, reply) => {
     const page = pageOrCount(request.query)
-    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
+    request.owned(await getClass(db, request.params.classId, request.user.id))
     const { items, total } = await listStudents(db, request.params.classId, request.query, page)
     return listReply(request, reply, 'students', items, total, page)
   })
 
   fastify.post('/classes/:classId/students', {
-    config: { idempotent: true },
+    config: { idempotent: true, owner: { ...ownClass, creator: true } },
     schema: {
       tags, security, operationId: 'createStudent', description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
-    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass, { asCreator: true })
+    request.owned(await getClass(db, request.params.classId, request.user.id))
     const student = await createStudent(db, request.params.classId, request.body)
     return created(reply, `/v1/classes/${student.class_id}/students/${student.id}`, student)
   })
 
   fastify.get('/classes/:classId/students/:studentId', {
-    config: { etag: true },
+    config: { etag: true, owner: ownClass },
     schema: {
       tags, security, operationId: 'getStudent', description: 'The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.', summary: 'One student of a class (owner)', params: StudentParams,
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {
-    await ownedByCaller(request, getClass(db, request.params.classId, request.user.id), ownerOfClass)
+    request.owned(await getClass(db, request.params.classId, request.user.id))
     return getStudent(db, request.params.classId, request.params.studentId)
   })
 
@@ -94,12 +94,8 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
   const { db } = fastify
   // changing a class or a student needs creator rights still, removing one only ownership
-  const ownClass = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
-    ownerAndIfMatch(request, reply, ownerOfClass, { asCreator })
-  const ownStudent = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
-    ({ cls, student }: { cls: Class, student: Student }) =>
-      ownerAndIfMatch<Student>(request, reply, () => cls.owner.id, { asCreator })(student)
-  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed'] as const
+  const ownStudent = { of: ({ cls }: { cls: Class }) => cls.owner.id, item: ({ student }: { student: Student }) => student }
+  const auth = [...authErrors, 'ValidationFailed'] as const
 
   registerUpdates(fastify, {
     url: '/classes/:classId',
@@ -124,10 +120,12 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change some fields of a class (owner), a JSON Merge Patch'
     },
     fieldsOf: classFields,
-    run: (request, reply, change) => updateClass(db, request.params.classId, request.user.id, change, ownClass(request, reply, true))
+    owner: { ...ownClass, creator: true },
+    run: (request, _reply, change) => updateClass(db, request.params.classId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/classes/:classId', {
+    config: { owner: ownClass },
     schema: {
       tags, security, operationId: 'deleteClass',
       description: 'The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students ' +
@@ -136,7 +134,7 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteClass(db, request.params.classId, request.user.id, ownClass(request, reply))
+    await deleteClass(db, request.params.classId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 
@@ -162,11 +160,12 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change some fields of a student (class owner), a JSON Merge Patch'
     },
     fieldsOf: studentFields,
-    run: (request, reply, change) => updateStudent(db, request.params.classId, request.params.studentId, request.user.id, change,
-      ownStudent(request, reply, true))
+    owner: { ...ownStudent, creator: true },
+    run: (request, _reply, change) => updateStudent(db, request.params.classId, request.params.studentId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/classes/:classId/students/:studentId', {
+    config: { owner: ownStudent },
     schema: {
       tags, security, operationId: 'deleteStudent',
       description: 'The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. ' +
@@ -175,7 +174,7 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
-    await deleteStudent(db, request.params.classId, request.params.studentId, request.user.id, ownStudent(request, reply))
+    await deleteStudent(db, request.params.classId, request.params.studentId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 }

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import {
   Chapter, ChapterCreate, ChapterList, ChapterParams, ChapterPatch, Course, CourseChapterParams, CourseParams, Lesson, LessonCreate,
@@ -11,11 +10,14 @@ import {
   listChapters, listLessons, updateChapter, updateLesson
 } from '../../domain/courses.js'
 import { created, listReply } from '../replies.js'
-import { optionalSecurity, security, callerId, ownedByCaller, ownerAndIfMatch } from '../guards.js'
+import { authErrors, optionalSecurity, security, callerId } from '../guards.js'
 import { registerUpdates } from '../updates.js'
 
 const tags = ['courses']
-const creatorOfCourse = (course: Course) => course.creator.id
+// the course's creator adds to it while still a creator; changing a chapter or lesson needs creator rights still, removing one only ownership
+const ownCourse = { of: (course: Course) => course.creator.id, creator: true }
+const ownChapter = { of: ({ course }: { course: Course }) => course.creator.id, item: ({ chapter }: { chapter: Chapter }) => chapter }
+const ownLesson = { of: ({ course }: { course: Course }) => course.creator.id, item: ({ lesson }: { lesson: Lesson }) => lesson }
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
 const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
 
@@ -66,43 +68,35 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
-  const auth = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner', 'UserNotCreator', 'CourseNotFound', 'Conflict'] as const
+  const auth = [...authErrors, 'ValidationFailed', 'UserNotOwner', 'UserNotCreator', 'CourseNotFound', 'Conflict'] as const
 
   fastify.post('/courses/:courseId/chapters', {
-    config: { idempotent: true },
+    config: { idempotent: true, owner: ownCourse },
     schema: {
       tags, security, operationId: 'createChapter', description: 'The course\'s owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
-    await ownedByCaller(request, getCourse(db, request.params.courseId, request.user.id), creatorOfCourse, { asCreator: true })
+    request.owned(await getCourse(db, request.params.courseId, request.user.id))
     const chapter = await createChapter(db, request.params.courseId, request.body)
     return created(reply, `/v1/chapters/${chapter.id}`, chapter)
   })
 
   fastify.post('/courses/:courseId/chapters/:chapterId/lessons', {
-    config: { idempotent: true },
+    config: { idempotent: true, owner: ownCourse },
     schema: {
       tags, security, operationId: 'createLesson', description: 'The course\'s owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
       response: { 201: ref(Lesson), ...errorResponses(...auth, 'ChapterNotFound') }
     }
   }, async (request, reply) => {
     const { courseId, chapterId } = request.params
-    await ownedByCaller(request, getCourse(db, courseId, request.user.id), creatorOfCourse, { asCreator: true })
+    request.owned(await getCourse(db, courseId, request.user.id))
     await assertChapterOf(db, courseId, chapterId)
     const lesson = await createLesson(db, chapterId, request.body)
     return created(reply, `/v1/lessons/${lesson.id}`, lesson)
   })
 
-  // changing a chapter or lesson needs creator rights still, removing one only ownership of the course
-  const ownChapter = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
-    ({ course, chapter }: { course: Course, chapter: Chapter }) =>
-      ownerAndIfMatch<Chapter>(request, reply, () => creatorOfCourse(course), { asCreator })(chapter)
-  const ownLesson = (request: FastifyRequest, reply: FastifyReply, asCreator = false) =>
-    ({ course, lesson }: { course: Course, lesson: Lesson }) =>
-      ownerAndIfMatch<Lesson>(request, reply, () => creatorOfCourse(course), { asCreator })(lesson)
-  const changes = ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'UserNotOwner',
-    'PreconditionFailed'] as const
+  const changes = [...authErrors, 'ValidationFailed', 'UserNotOwner', 'PreconditionFailed'] as const
 
   registerUpdates(fastify, {
     url: '/chapters/:chapterId',
@@ -127,10 +121,12 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Rename or move a chapter (course owner), a JSON Merge Patch'
     },
     fieldsOf: chapterFields,
-    run: (request, reply, change) => updateChapter(db, request.params.chapterId, request.user.id, change, ownChapter(request, reply, true))
+    owner: { ...ownChapter, creator: true },
+    run: (request, _reply, change) => updateChapter(db, request.params.chapterId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/chapters/:chapterId', {
+    config: { owner: ownChapter },
     schema: {
       tags, security, operationId: 'deleteChapter',
       description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its ' +
@@ -140,7 +136,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...changes, 'ChapterNotFound') }
     }
   }, async (request, reply) => {
-    await deleteChapter(db, request.params.chapterId, request.user.id, ownChapter(request, reply))
+    await deleteChapter(db, request.params.chapterId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 
@@ -167,10 +163,12 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change or move a lesson (course owner), a JSON Merge Patch'
     },
     fieldsOf: lessonFields,
-    run: (request, reply, change) => updateLesson(db, request.params.lessonId, request.user.id, change, ownLesson(request, reply, true))
+    owner: { ...ownLesson, creator: true },
+    run: (request, _reply, change) => updateLesson(db, request.params.lessonId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/lessons/:lessonId', {
+    config: { owner: ownLesson },
     schema: {
       tags, security, operationId: 'deleteLesson',
       description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later ' +
@@ -179,7 +177,7 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: NoContent, ...errorResponses(...changes, 'LessonNotFound') }
     }
   }, async (request, reply) => {
-    await deleteLesson(db, request.params.lessonId, request.user.id, ownLesson(request, reply))
+    await deleteLesson(db, request.params.lessonId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 }

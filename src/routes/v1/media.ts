@@ -7,7 +7,7 @@ import { AppError } from '../../../schemas/problems.js'
 import { IfMatchHeaders, NoContent, NotModified, ref } from '../../../schemas/common.js'
 import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas/media.js'
 import { errorResponses } from '../../../schemas/problems.js'
-import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import {
   bytesEtag, createMedia, deleteMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia, type MediaRow
 } from '../../domain/media.js'
@@ -118,6 +118,8 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
     })
 
     uploads.delete('/media/:mediaId', {
+      // If-Match names the ETag of the metadata (GET with Accept: application/json)
+      config: { owner: { of: (row: MediaRow) => row.owner_id, item: (row: MediaRow) => toMedia(row, fastify.config.mediaPublicUrl) } },
       schema: {
         tags: ['media'],
         operationId: 'deleteMedia',
@@ -134,11 +136,8 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
         }
       }
     }, async (request, reply) => {
-      const { config, db } = fastify
       const { mediaId } = request.params as { mediaId: string }
-      // If-Match names the ETag of the metadata (GET with Accept: application/json)
-      const guard = (row: MediaRow) => ownerAndIfMatch(request, reply, () => row.owner_id)(toMedia(row, config.mediaPublicUrl))
-      await deleteMedia(db, storage, request.user.id, mediaId, guard)
+      await deleteMedia(fastify.db, storage, request.user.id, mediaId, request.owned)
       return reply.code(204).send(null)
     })
   })

@@ -3,7 +3,7 @@ import { IfMatchHeaders, NoContent } from '../../../schemas/common.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import { Review, ReviewCreate, ReviewList, ReviewListQuery, ReviewParams, ReviewPatch } from '../../../schemas/reviews.js'
 import { createReview, deleteReview, getReview, listReviews, reviewFields, updateReview } from '../../domain/reviews.js'
-import { authErrors, ownerAndIfMatch, security } from '../guards.js'
+import { authErrors, security } from '../guards.js'
 import { registerUpdates } from '../updates.js'
 import { postChildRoutes } from './post-children.js'
 
@@ -34,11 +34,12 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change a review (author), a JSON Merge Patch'
     },
     fieldsOf: reviewFields,
-    run: (request, reply, change) => updateReview(fastify.db, request.params.postId, request.params.reviewId, request.user.id,
-      change, ownerAndIfMatch(request, reply, authorOf))
+    owner: { of: authorOf },
+    run: (request, _reply, change) => updateReview(fastify.db, request.params.postId, request.params.reviewId, request.user.id, change, request.owned)
   })
 
   fastify.delete('/posts/:postId/reviews/:reviewId', {
+    config: { owner: { of: authorOf } },
     schema: {
       tags,
       security,
@@ -55,7 +56,7 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { postId, reviewId } = request.params
-    await deleteReview(fastify.db, postId, reviewId, request.user.id, ownerAndIfMatch(request, reply, authorOf))
+    await deleteReview(fastify.db, postId, reviewId, request.user.id, request.owned)
     return reply.code(204).send(null)
   })
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { assertOwner } from '../../../plugins/owner.js'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
@@ -120,11 +121,13 @@ t.test('deleteMedia: a storage that fails to remove the bytes rolls the change b
   const medium = await uploaded(app, user)
   const post = await createPost(app, user, { media_url: medium.url })
   const failing: MediaStorage = { ...app.mediaStorage, remove: async () => { throw new Error('disk on fire') } }
-  await t.rejects(deleteMedia(app.db, failing, user.id, medium.id), /disk on fire/)
+  const owned = (callerId: string) => (row: { owner_id: string }) => assertOwner(callerId, row.owner_id)
+  await t.rejects(deleteMedia(app.db, failing, user.id, medium.id, owned(user.id)), /disk on fire/)
   t.equal((await app.db.selectFrom('media').select('id').execute()).length, 1, 'the row is still there')
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}` })).media_url, medium.url, 'and the reference')
   t.same(await files(app), [medium.id], 'and the bytes')
-  await t.rejects(deleteMedia(app.db, app.mediaStorage, (await createUser(app)).id, medium.id), { code: 'UserNotOwner' })
-  await deleteMedia(app.db, app.mediaStorage, user.id, medium.id)
+  const stranger = (await createUser(app)).id
+  await t.rejects(deleteMedia(app.db, app.mediaStorage, stranger, medium.id, owned(stranger)), { code: 'UserNotOwner' })
+  await deleteMedia(app.db, app.mediaStorage, user.id, medium.id, owned(user.id))
   t.same(await files(app), [])
 })
