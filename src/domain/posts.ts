@@ -280,6 +280,10 @@ export function postFields (post: Post): PostUpdate {
 export async function deletePost (db: Executor, postId: string, viewerId: string, guard: Guard): Promise<void> {
   await db.transaction().execute(async (trx) => {
     guard(toPost(await lockVisible(trx, postId, viewerId)))
+    // its alerts go with it (they tell of a post nobody can open), with their e-mails while unsent
+    const alerts = trx.selectFrom('alert').select('id').where('post_id', '=', postId)
+    await trx.deleteFrom('outbox_message').where('alert_id', 'in', alerts).where('sent_at', 'is', null).execute()
+    await trx.deleteFrom('alert').where('post_id', '=', postId).execute()
     await trx.deleteFrom('post').where('id', '=', postId).execute()
   })
 }

@@ -211,3 +211,18 @@ t.test('every alerts route needs a token (401) and an active account (403 UserIs
     t.equal(json(ban).code, 'UserIsBanned')
   }
 })
+
+t.test('deleting a post takes its review and comment alerts along, with their unsent e-mails; others stay', async (t) => {
+  const w = await world(t)
+  await review(w)
+  await comment(w)
+  const otherPost = await insertPost(w.app, w.creator.id, { title: 'Dogs' })
+  await createComment(w.app.db, otherPost, w.reader.id, { text: 'woof' })
+  t.equal(json(await list(w, w.creator)).total, 3)
+  const gone = await w.app.inject({ method: 'DELETE', url: `/v1/posts/${w.postId}`, headers: w.creator.headers })
+  t.equal(gone.statusCode, 204)
+  const left = json(await list(w, w.creator))
+  t.same([left.total, left.alerts.map((a: { post_id: string }) => a.post_id)], [1, [otherPost]], 'the total is exact at once')
+  const mails = await w.app.db.selectFrom('outbox_message').select('alert_id').where('alert_id', 'is not', null).execute()
+  t.equal(mails.length, 1, 'only the other post\'s alert e-mail is left to send')
+})
