@@ -95,3 +95,17 @@ t.test('Kysely and TypeBox values come only through their loaders (one copy)', a
   t.same(offenders, [])
   t.same(valueImports("import { sql, type Kysely } from 'kysely'\nimport type { Static } from '@sinclair/typebox'\nimport { Type } from '@sinclair/typebox'"), ['kysely', '@sinclair/typebox'], 'the check sees a value import, not a type import')
 })
+
+/** The code of a module without its comments: a rule's reason may name a dialect, its code may not. */
+const codeOf = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1')
+
+// src/db/ holds the dialect checks and the paging devices (src/db/paging.ts, src/db/row-lock.ts):
+// the domain calls them by intent, so a domain file reads as Kysely and business rules.
+const DEVICES = /\b(isPostgres|isSqlite|keysCap|readsKeysFirst|KEYS_FIRST_FROM|pageSize|forUpdate|skipLocked|postgres|sqlite)\b/i
+
+t.test('src/domain names no dialect and no paging device', async (t) => {
+  const named = files('src/domain').flatMap(file => (codeOf(readFileSync(join(root, file), 'utf8')).match(DEVICES) ?? []).map(m => `${file}: ${m}`))
+  t.same(named, [])
+  t.same('const q = isPostgres(db) ? a : b // PostgreSQL keeps a plan'.match(DEVICES)?.[0], 'isPostgres', 'the check sees a dialect test')
+  t.notOk(codeOf('// PostgreSQL keeps one plan\nconst x = 1').match(DEVICES), 'and lets a comment give its reason')
+})

@@ -5,7 +5,7 @@ import { Migrator, sql, type CompiledQuery } from '../src/db/kysely.js'
 import t, { type Test } from 'tap'
 import { createDb, isPostgres, PREPARED_STATEMENTS_MAX, type Db, type DbOptions, type Executor } from '../src/db/dialect.js'
 import { cachedStatement, cachedStatementPerShape } from '../src/db/statement-cache.js'
-import { compiledList, keysCap } from '../src/domain/list.js'
+import { compiledList, keysCap } from '../src/db/paging.js'
 import { listPosts, listPostsAfter, VISIBLE_SORT_AT_SLACK_MS } from '../src/domain/posts.js'
 import { seed } from '../scripts/seed.js'
 import { migrateToLatest, migrations } from '../src/db/migrate.js'
@@ -433,7 +433,7 @@ t.test('compiledList: page and total as the builder gives them, for each filter 
   }
   const list = compiledList(filtered)
   // keyed: a deep page (here: any offset) finds its keys on the table alone, then reads those rows
-  const keyed = compiledList(filtered, { key: 'user.id', keys: filtered, rows: (d: Db) => d.selectFrom('user').select(['id', 'username']), readsKeysFirst: (_, page) => page.offset > 0 })
+  const keyed = compiledList(filtered, { key: 'user.id', keys: filtered, rows: (d: Db) => d.selectFrom('user').select(['id', 'username']), from: 1 })
   for (const v of [{}, { active: true }, { active: false }, { from: 'c3' }, { active: true, from: 'c2' }]) {
     for (const sort of [[{ column: 'id', direction: 'asc' as const }], [{ column: 'username', direction: 'desc' as const }, { column: 'id', direction: 'desc' as const }]]) {
       for (const page of [{ limit: 2, offset: 0 }, { limit: 2, offset: 3 }, { limit: 10, offset: 0 }, { limit: 1, offset: 9 }]) {

@@ -8,3 +8,12 @@ import { isPostgres, type Executor } from './dialect.js'
 export async function lockForUpdate (trx: Executor, query: SelectQueryBuilder<any, any, unknown>): Promise<void> {
   if (isPostgres(trx)) await query.forUpdate().execute()
 }
+
+/**
+ * The rows `query` selects that no other transaction holds, locked until this one ends: workers
+ * each claim their own (FOR UPDATE SKIP LOCKED). SQLite has no row locks; one process's
+ * transactions are serialised, which is enough there.
+ */
+export function claimUnlocked<Q extends SelectQueryBuilder<any, any, any>> (trx: Executor, query: Q): Q {
+  return isPostgres(trx) ? query.forUpdate().skipLocked() as Q : query
+}

@@ -11,7 +11,8 @@ import type { MediaTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { clockMs, writeTimeIso } from '../db/clock.js'
 import { lockForUpdate } from '../db/row-lock.js'
-import { compiledList, parseSort, type Page } from './list.js'
+import { compiledList, type Page } from '../db/paging.js'
+import { parseSort } from './list.js'
 
 export type MediaRow = Selectable<MediaTable>
 

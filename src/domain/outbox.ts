@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
-import { isPostgres, type Db, type Executor } from '../db/dialect.js'
+import type { Db, Executor } from '../db/dialect.js'
+import { claimUnlocked } from '../db/row-lock.js'
 import type { OutboxMessageTable } from '../db/schema.js'
 import { toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
@@ -56,7 +57,7 @@ export async function claimDue (db: Db, opts: ClaimOptions): Promise<OutboxMessa
   const now = opts.now.toISOString()
   const leaseUntil = new Date(opts.now.getTime() + opts.leaseMs).toISOString()
   return await db.transaction().execute(async (trx) => {
-    let due = trx.selectFrom('outbox_message')
+    const due = claimUnlocked(trx, trx.selectFrom('outbox_message')
       .select('id')
       .where('sent_at', 'is', null)
       .where('attempts', '<', opts.maxAttempts)
@@ -64,9 +65,7 @@ export async function claimDue (db: Db, opts: ClaimOptions): Promise<OutboxMessa
       .where(eb => eb.or([eb('locked_until_at', 'is', null), eb('locked_until_at', '<=', now)]))
       .orderBy('next_attempt_at')
       .orderBy('id')
-      .limit(opts.limit)
-    // SQLite has no row locks; one process's transactions are serialised, which is enough there.
-    if (isPostgres(trx)) due = due.forUpdate().skipLocked()
+      .limit(opts.limit))
     const ids = (await due.execute()).map(r => r.id)
     if (ids.length === 0) return []
     return await trx.updateTable('outbox_message')

@@ -5,9 +5,10 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
-import { compiledList, pageSize, parseSort } from './list.js'
+import { compiledList, keysetList } from '../db/paging.js'
+import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
-import { isPostgres, type Executor } from '../db/dialect.js'
+import type { Executor } from '../db/dialect.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
@@ -152,20 +153,12 @@ function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q
 }
 type PostQuery = SelectQueryBuilder<Database, 'post', any>
 
-// Where reading keys first starts to pay on the public lists on SQLite (PostgreSQL: every page, for
-// its generic plan); a creator's own list stays cheaper read directly. Why: docs/decisions/0009-deep-pages-by-key.md
-const KEYS_FIRST_FROM = 100
-
-/** Whether a post page (v1, or v2's, which skips no rows: `skipped` 0) reads its keys first. */
-function readsKeysFirst (v: PostFilterValues, skipped: number, postgres: boolean): boolean {
-  return v.creatorId === undefined && (postgres || skipped >= KEYS_FIRST_FROM)
-}
-
 const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPosts(db), v), {
   key: 'post.id',
   keys: (db, v) => filterPosts(db.selectFrom('post'), v),
   rows: selectPosts,
-  readsKeysFirst: (v, page, postgres) => readsKeysFirst(v, page.offset, postgres)
+  // a creator's own list is small: read directly
+  narrow: v => v.creatorId !== undefined
 })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
@@ -173,25 +166,22 @@ export interface PostPosition { sort_at: string, id: string }
 
 type Keyset = PostFilterValues & { sortAt?: string, id?: string }
 
-/** The posts (of `query`'s table set) after a position, in the default order, `limit` of them. */
-function afterPosition<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: Keyset, limit: number): Q {
-  let q = filterPosts(query, v) as unknown as PostQuery
+/** The posts (of `query`'s table set) after a position, filtered; the keyset list adds the order and limit. */
+function afterPosition<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: Keyset): Q {
+  const q = filterPosts(query, v) as unknown as PostQuery
   const { sortAt, id } = v
-  if (sortAt !== undefined && id !== undefined) q = q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
-  return q.orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc').limit(pageSize(limit)) as unknown as Q
+  return (sortAt !== undefined && id !== undefined ? q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id))) : q) as unknown as Q
 }
 
-/**
- * v2's page: the posts after a position, in the default order, one more than asked (is there a
- * next page?). `byKeys`: its keys read on the post table alone, then joined, the shape PostgreSQL
- * keeps a generic plan for, as v1's pages. Why: docs/decisions/0009-deep-pages-by-key.md
- */
-const postsAfter = cachedStatementPerShape((db, { limit, byKeys }: { limit: number, byKeys: boolean }, v: Keyset) => {
-  if (!byKeys) return afterPosition(selectPosts(db).select('post.sort_at'), v, limit)
-  const keys = afterPosition(db.selectFrom('post').select('post.id as page_key'), v, limit)
-  return selectPosts(db).select('post.sort_at').innerJoin(keys.as('page'), 'page.page_key', 'post.id')
-    .orderBy('post.sort_at', 'desc').orderBy('post.id', 'desc')
-}, ({ limit, byKeys }) => `${byKeys ? 'keys:' : ''}${limit}`)
+/** v2's pages: the posts after a position in the default order (sort_at desc, id desc). */
+const postsAfter = keysetList({
+  key: 'post.id',
+  positioned: (db, v: Keyset) => afterPosition(selectPosts(db).select('post.sort_at'), v),
+  keys: (db, v: Keyset) => afterPosition(db.selectFrom('post'), v),
+  rows: db => selectPosts(db).select('post.sort_at'),
+  order: [{ column: 'post.sort_at', direction: 'desc' }, { column: 'post.id', direction: 'desc' }],
+  narrow: v => v.creatorId !== undefined
+})
 
 /**
  * v2's keyset page of published posts in the default order (sort_at desc, id desc, on the
@@ -204,8 +194,8 @@ export async function listPostsAfter (db: Executor, query: PostFilters & { limit
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter(db, { limit: query.limit + 1, byKeys: readsKeysFirst(values, 0, isPostgres(db)) },
-      Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id })),
+    postsAfter.page(db, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id }),
+      query.limit + 1),
     counted()
   ])
   const more = rows.length > query.limit

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Page } from '../domain/list.js'
+import type { Page } from '../db/paging.js'
 
 /** The HTTP side of the API's conventions, shared by every route group: creation answers and list links. */
 

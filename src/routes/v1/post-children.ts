@@ -4,7 +4,7 @@ import { IdempotencyHeaders, NotModified, ref } from '../../../schemas/common.js
 import { PostParams } from '../../../schemas/posts.js'
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Executor } from '../../db/dialect.js'
-import type { Page } from '../../domain/list.js'
+import type { Page } from '../../db/paging.js'
 import { created, listReply } from '../replies.js'
 import { authErrors, callerId, optionalSecurity, security } from '../guards.js'
 
