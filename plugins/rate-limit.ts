@@ -29,6 +29,12 @@ declare module 'fastify' {
      * an address over and over whatever IP they come from. Never off, like passwordRateLimit.
      */
     mailRateLimit: (request: FastifyRequest) => Promise<void>
+    /**
+     * preHandler of a public route that mails whoever its body names (a password reset):
+     * MAIL_RATE_LIMIT_MAX per MAIL_RATE_LIMIT_WINDOW per client and per name, the same whether or
+     * not an account has that name, so the route cannot flood a mailbox. Never off, like mailRateLimit.
+     */
+    namedRecipientRateLimit: (recipient: (request: FastifyRequest) => string) => (request: FastifyRequest) => Promise<void>
   }
 }
 
@@ -111,6 +117,14 @@ export default fp(async (fastify) => {
   fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
     check(await perUser(request), 'mail')
     check(await perRecipient(request), 'mail')
+  })
+  const perMailingClient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-client:${keyOf(request)}` })
+  fastify.decorate('namedRecipientRateLimit', (recipient: (request: FastifyRequest) => string) => {
+    const perName = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-named:${recipient(request)}` })
+    return async (request: FastifyRequest) => {
+      check(await perMailingClient(request), 'mail')
+      check(await perName(request), 'mail')
+    }
   })
 }, { name: 'rate-limit', dependencies: ['config', 'problems'] })
 

@@ -11,6 +11,7 @@ import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
 import { MyProfile, Profile, ProfileCreate, ProfilePatch, ProfileUpdate } from './profiles.js'
 import { EmailVerification } from './user-email.js'
+import { AccountDeletion, EmailChange, PasswordChange, PasswordResetConfirmation, PasswordResetRequest } from './account.js'
 import { Product, ProductList, ProductPatch, ProductWrite, Shop, ShopList, ShopPatch, ShopWrite } from './shops.js'
 import { Class, ClassCreate, ClassList, Student, StudentCreate, StudentList } from './classes.js'
 import { Chapter, ChapterCreate, ChapterList, Course, Lesson, LessonCreate, LessonList } from './courses.js'
@@ -23,6 +24,7 @@ export const components: TSchema[] = [
   Version,
   TokenRequest, TokenForm, TokenResponse,
   ProfileCreate, ProfileUpdate, ProfilePatch, Profile, MyProfile, EmailVerification,
+  PasswordChange, PasswordResetRequest, PasswordResetConfirmation, EmailChange, AccountDeletion,
   Shop, ShopWrite, ShopPatch, ShopList, Product, ProductWrite, ProductPatch, ProductList,
   Class, ClassCreate, ClassList, Student, StudentCreate, StudentList,
   Course, Chapter, ChapterCreate, ChapterList, Lesson, LessonCreate, LessonList,
