@@ -71,7 +71,7 @@ export const examples: Record<string, unknown> = {
   EmailVerification: { token: 'q3X9vR2mWc7LpA4sJgT0bg' },
   PasswordChange: { current_password: 'correct horse battery staple', new_password: 'tr0ub4dor and three more words' },
   PasswordResetRequest: { email: 'ada@example.com' },
-  PasswordResetConfirmation: { token: 'Zr8Qm2vXc7LpA4sJgT0bgK1nW5yE3uH9oD6fB0aC2tM', new_password: 'tr0ub4dor and three more words' },
+  PasswordResetConfirmation: { token: 'Zr8Qm2vXc7LpA4sJgT0bgK', new_password: 'tr0ub4dor and three more words' },
   EmailChange: { current_password: 'correct horse battery staple', email: 'ada@lovelace.example' },
   AccountDeletion: { current_password: 'correct horse battery staple' },
   UserSummary: ada,

@@ -31,9 +31,9 @@ export function resetKey (secret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, '', PURPOSE, 32))
 }
 
-// 32 random bytes: a link that sets a password is worth more than one that verifies an address.
-const TOKEN_BYTES = 32
-const TOKEN = /^[A-Za-z0-9_-]{43}$/
+// 16 random bytes (128 bits, single use, one hour): the mailed link stays on one line of 7-bit text.
+const TOKEN_BYTES = 16
+const TOKEN = /^[A-Za-z0-9_-]{22}$/
 
 function tokenHash (key: Buffer, token: string): string {
   return createHmac('sha256', key).update(token).digest('base64url')
