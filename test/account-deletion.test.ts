@@ -8,6 +8,7 @@ import { build, dialect, json } from './helper.js'
 import { newMail, signIn, signUpVerified, tokenStatus } from './account-fixtures.js'
 import { grantCreator } from '../src/domain/users.js'
 import { FORMER_MEMBER } from '../src/domain/account.js'
+import { commands } from '../src/cli.js'
 
 /**
  * DELETE /v1/profiles/me erases the person: afterwards no table, no stored file and no log line
@@ -135,4 +136,23 @@ t.test('wrong passwords on deletion count toward the sign-in limit', async (t) =
   }
   t.same(statuses, [403, 403, 429])
   t.equal(await tokenStatus(app, ada.headers), 200, 'the account stays')
+})
+
+t.test('the operator\'s `user delete <username>` erases the same way, files included', async (t) => {
+  const app = await build(t)
+  const ada = await signUpVerified(app, 'ada')
+  const upload = await app.inject({
+    method: 'POST', url: '/v1/media', headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    payload: uploadBody('bytes of ada')
+  })
+  t.equal(upload.statusCode, 201)
+  const mediaDir = join(app.config.dataDir, 'media')
+  t.equal(readdirSync(mediaDir).length, 1)
+  const out = await commands['user delete'].run(app.db, [' ADA '], app.config)
+  t.match(out, /^ada: the account and everything that was theirs is erased; the username is free$/)
+  t.same(readdirSync(mediaDir), [], 'the file is removed')
+  t.equal(await tokenStatus(app, ada.headers), 401)
+  const tables = await everyTable(app)
+  t.same(Object.entries(tables).filter(([, rows]) => rows.includes('ada@example.com') || rows.includes(ada.id)).map(([name]) => name), [])
+  await t.rejects(commands['user delete'].run(app.db, ['ada'], app.config), { code: 'ProfileNotFound' }, 'an unknown user fails (exit 1)')
 })
