@@ -43,7 +43,7 @@ export function linkIn (mail: Mail): URL {
 
 export const tokenIn = (mail: Mail): string => linkIn(mail).searchParams.get('token')!
 
-/** Signs a person up through the API and confirms the address from the mailed link; a token for them. */
+/** Signs a person up through the API and confirms the address from the mailed link; a token for them, and the mail to them. */
 export async function signUpVerified (app: FastifyInstance, username: string, opts: { first?: string, last?: string, verify?: boolean } = {}) {
   const email = `${username}@example.com`
   const res = await app.inject({
@@ -57,7 +57,7 @@ export async function signUpVerified (app: FastifyInstance, username: string, op
     const confirmed = await app.inject({ method: 'POST', url: '/v1/email-verifications', payload: { token: tokenIn(mails[0]) } })
     if (confirmed.statusCode !== 204) throw new Error(`verify: ${confirmed.statusCode} ${confirmed.body}`)
   }
-  return { id: json(res).id as string, username, email, headers: await signIn(app, username) }
+  return { id: json(res).id as string, username, email, headers: await signIn(app, username), mails }
 }
 
 /** `{ authorization }` for a fresh token of username and password, or throws with the answer. */

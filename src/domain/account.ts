@@ -159,7 +159,10 @@ export async function eraseAccount (db: Db, storage: MediaStorage, userId: strin
     const uploads = await trx.selectFrom('media_upload').select('id').where('owner_id', '=', userId).execute()
     // Every address the account had a link for (a change asked for included), and its own.
     const links = await trx.selectFrom('email_verification').select('email').where('user_id', '=', userId).execute()
-    const addresses = [...new Set([user.email, ...links.map(l => l.email.toLowerCase())])]
+    const asked = links.map(l => l.email.toLowerCase()).filter(a => a !== user.email)
+    // An address asked for but never confirmed may be another account's since: its mail is theirs.
+    const others = asked.length === 0 ? [] : await trx.selectFrom('user').select('email').where('email', 'in', asked).execute()
+    const addresses = [...new Set([user.email, ...asked.filter(a => !others.some(o => o.email === a))])]
     await trx.deleteFrom('outbox_message').where('to_address', 'in', addresses).execute()
     await anonymiseMentions(trx, user.username)
     await trx.deleteFrom('idempotency_key')
