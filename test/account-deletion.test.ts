@@ -156,3 +156,26 @@ t.test('the operator\'s `user delete <username>` erases the same way, files incl
   t.same(Object.entries(tables).filter(([, rows]) => rows.includes('ada@example.com') || rows.includes(ada.id)).map(([name]) => name), [])
   await t.rejects(commands['user delete'].run(app.db, ['ada'], app.config), { code: 'ProfileNotFound' }, 'an unknown user fails (exit 1)')
 })
+
+t.test('a deletion racing uploads leaves no file and no row, whichever comes first', async (t) => {
+  const app = await build(t)
+  const ada = await signUpVerified(app, 'ada')
+  const mediaDir = join(app.config.dataDir, 'media')
+  const upload = () => app.inject({
+    method: 'POST', url: '/v1/media', headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    payload: uploadBody('x'.repeat(256 * 1024))
+  })
+  const [first, deleted, second] = await Promise.all([
+    upload(),
+    app.inject({ method: 'DELETE', url: '/v1/profiles/me', headers: ada.headers, payload: { current_password: PASSWORD } }),
+    upload()
+  ])
+  t.equal(deleted.statusCode, 204)
+  // An upload the deletion overtakes fails (the media rules refuse a row for an owner who is gone) and keeps nothing.
+  for (const res of [first, second]) {
+    if (res.statusCode !== 201) t.match(res.headers['content-type'], /^application\/problem\+json/, `an upload the deletion overtook failed: ${res.statusCode}`)
+  }
+  t.same(readdirSync(mediaDir).filter(f => !f.endsWith('.tmp')), [], 'no file is left')
+  t.same(await app.db.selectFrom('media').selectAll().execute(), [])
+  t.same(await app.db.selectFrom('media_upload').selectAll().execute(), [])
+})
