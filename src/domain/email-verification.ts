@@ -59,6 +59,7 @@ const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('
   errors: [{ in: 'body', field: '/token', rule, message }]
 })
 const NOT_VALID = 'this verification link is not valid (it may be for an earlier e-mail address): sign in and ask for a new one'
+const TAKEN = 'this address cannot be used for your account: sign in and ask for the change again'
 
 /**
  * POST /email-verifications: the token must be one we issued and unexpired. A link to the account's
@@ -89,10 +90,15 @@ export async function confirmEmail (db: Db, settings: VerificationSettings, toke
       return
     }
     const taken = await trx.selectFrom('user').select('id').where('email', '=', link.sent_to).executeTakeFirst()
-    if (taken) throw invalid('invalid', 'this address cannot be used for your account: sign in and ask for the change again')
+    if (taken) throw invalid('invalid', TAKEN)
     const now = writeTimeIso()
     await trx.updateTable('user').set({ email: link.sent_to, email_verified_at: now, updated_at: now }).where('id', '=', link.id).execute()
     await trx.deleteFrom('password_reset').where('user_id', '=', link.id).execute()
+  }).catch((err: unknown) => {
+    // Another account took the address between the check and the write: the unique index decides.
+    const e = err as { code?: string }
+    if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') throw invalid('invalid', TAKEN)
+    throw err
   })
 }
 

@@ -44,8 +44,9 @@ export type ResetRequest = { email: string } | { username: string }
 /**
  * POST /password-resets: queues a link to the account's address when there is an active account
  * with a verified address, else nothing. Either way the caller learns nothing and waits about
- * as long: each request pays one scrypt, which dwarfs the few writes of a queued link. The
- * account's earlier links die as the new one is made.
+ * as long: each request pays one scrypt (on the thread pool), and the few writes of a queued
+ * link run beside it, so the answer waits for the hash either way. The account's earlier links
+ * die as the new one is made.
  */
 export async function requestPasswordReset (db: Db, settings: ResetSettings, who: ResetRequest, hashCost: number): Promise<void> {
   const byEmail = 'email' in who
