@@ -636,7 +636,7 @@ export interface paths {
         post?: never;
         /**
          * Delete the caller's account and everything that is theirs
-         * @description Signed-in users, with the current password in a JSON body: erases the account at once (204) — the profile, posts (with the reviews, comments and alerts on them), the caller's reviews and comments, shops and products, classes and students, media (their files too), alerts and the mail queued to the caller. Other people's alerts name the caller as "a former member". The username is free again. Nothing can be undone. A wrong password is 403 WrongPassword and counts toward the sign-in limit.
+         * @description Signed-in users, with the current password in a JSON body: erases the account at once (204) — the profile, posts (with the reviews, comments and alerts on them), the caller's reviews and comments, shops and products, classes and students, media (their files too), alerts and the mail queued to the caller. Other people's alerts name the caller as "a former member". The username is free again. Nothing can be undone. A wrong password is 403 WrongPassword; every attempt counts toward the sign-in limit.
          */
         delete: operations["deleteMyAccount"];
         options?: never;
@@ -659,7 +659,7 @@ export interface paths {
         put?: never;
         /**
          * Ask to move the account to another e-mail address
-         * @description Signed-in users: the current password and the new address. Roja mails the new address a link (as for verification: it opens /verify-email, or EMAIL_VERIFY_URL, and is confirmed through POST /v1/email-verifications); the account keeps its address until the link is confirmed, then has the new one, verified. A verified current address gets a notice with no link. An address that belongs to another account gets no mail and the answer is the same 202, so nobody learns whose it is. Asking again voids the earlier link. The same address as now is 422. Counts against the mail limits.
+         * @description Signed-in users: the current password and the new address. Roja mails the new address a link (as for verification: it opens /verify-email, or EMAIL_VERIFY_URL, and is confirmed through POST /v1/email-verifications); the account keeps its address until the link is confirmed, then has the new one, verified. A verified current address gets a notice with no link. An address that belongs to another account gets no mail and the answer is the same 202, so nobody learns whose it is. Asking again voids the earlier link. The same address as now is 422. Counts against the mail limits and, as a password attempt, toward the sign-in limit.
          */
         post: operations["changeMyEmail"];
         delete?: never;
@@ -678,7 +678,7 @@ export interface paths {
         get?: never;
         /**
          * Change the caller's password
-         * @description Signed-in users: the current password and a new one (at least 12 characters). Every access token of the account stops working at once, this one too; the answer is a fresh token. A verified address gets a notice; pending reset links stop working. A wrong current password is 403 WrongPassword and counts, as a sign-in does, toward AUTH_RATE_LIMIT_MAX per client and username (429). The answer is never cached.
+         * @description Signed-in users: the current password and a new one (at least 12 characters). Every access token of the account stops working at once, this one too; the answer is a fresh token. A verified address gets a notice; pending reset links stop working. A wrong current password is 403 WrongPassword; every attempt counts toward the sign-in limit of POST /v1/auth/token (AUTH_RATE_LIMIT_MAX per client and username, 429). The answer is never cached.
          */
         put: operations["changeMyPassword"];
         post?: never;

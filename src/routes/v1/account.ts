@@ -72,11 +72,11 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
   const { config } = fastify
   fastify.addHook('onRequest', fastify.authenticate)
   const wrongPassword = ['WrongPassword', 'ValidationFailed'] as const
+  // each attempt at the current password counts toward the caller's sign-in limit (POST /auth/token)
+  const attempt = fastify.passwordAttempt(request => request.user.username)
 
   fastify.put('/profiles/me/password', {
-    // a route's own limit replaces the global one: clientRateLimit keeps that counting too
-    onRequest: fastify.clientRateLimit,
-    config: { rateLimit: fastify.passwordRateLimit(request => request.user.username) },
+    preHandler: attempt,
     schema: {
       tags,
       security,
@@ -84,8 +84,8 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       summary: 'Change the caller\'s password',
       description: 'Signed-in users: the current password and a new one (at least 12 characters). Every access token of the account ' +
         'stops working at once, this one too; the answer is a fresh token. A verified address gets a notice; pending reset links ' +
-        'stop working. A wrong current password is 403 WrongPassword and counts, as a sign-in does, toward AUTH_RATE_LIMIT_MAX ' +
-        'per client and username (429). The answer is never cached.',
+        'stop working. A wrong current password is 403 WrongPassword; every attempt counts toward the sign-in limit of ' +
+        'POST /v1/auth/token (AUTH_RATE_LIMIT_MAX per client and username, 429). The answer is never cached.',
       body: ref(PasswordChange),
       response: { 200: ref(TokenResponse), ...errorResponses(...authErrors, ...wrongPassword, 'RateLimited') }
     }
@@ -95,9 +95,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/profiles/me/email-changes', {
-    onRequest: fastify.clientRateLimit,
-    config: { rateLimit: fastify.passwordRateLimit(request => request.user.username) },
-    preHandler: fastify.mailRateLimit,
+    preHandler: [attempt, fastify.mailRateLimit],
     schema: {
       tags,
       security,
@@ -107,7 +105,8 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
         'it opens /verify-email, or EMAIL_VERIFY_URL, and is confirmed through POST /v1/email-verifications); the account keeps ' +
         'its address until the link is confirmed, then has the new one, verified. A verified current address gets a notice with no ' +
         'link. An address that belongs to another account gets no mail and the answer is the same 202, so nobody learns whose it is. ' +
-        'Asking again voids the earlier link. The same address as now is 422. Counts against the mail limits.',
+        'Asking again voids the earlier link. The same address as now is 422. Counts against the mail limits and, as a password ' +
+        'attempt, toward the sign-in limit.',
       body: ref(EmailChange),
       response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, ...wrongPassword, 'InvalidUserData', 'RateLimited') }
     }
@@ -132,8 +131,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.delete('/profiles/me', {
-    onRequest: fastify.clientRateLimit,
-    config: { rateLimit: fastify.passwordRateLimit(request => request.user.username) },
+    preHandler: attempt,
     schema: {
       tags,
       security,
@@ -142,8 +140,8 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       description: 'Signed-in users, with the current password in a JSON body: erases the account at once (204) — the profile, posts ' +
         '(with the reviews, comments and alerts on them), the caller\'s reviews and comments, shops and products, classes and students, ' +
         'media (their files too), alerts and the mail queued to the caller. Other people\'s alerts name the caller as "a former ' +
-        'member". The username is free again. Nothing can be undone. A wrong password is 403 WrongPassword and counts toward the ' +
-        'sign-in limit.',
+        'member". The username is free again. Nothing can be undone. A wrong password is 403 WrongPassword; every attempt ' +
+        'counts toward the sign-in limit.',
       body: ref(AccountDeletion),
       response: { 204: NoContent('No Content: the account is gone'), ...errorResponses(...authErrors, ...wrongPassword, 'RateLimited') }
     }

@@ -64,6 +64,18 @@ t.test('wrong current passwords count toward the sign-in limit per client and us
   t.same(statuses, [403, 403, 403, 429, 429], 'three guesses, then 429')
   t.equal((await changePassword(app, ada.headers, PASSWORD, NEW_PASSWORD, '10.9.0.1')).statusCode, 429, 'even the right password waits')
   t.equal(await tokenStatus(app, ada.headers), 200, 'nothing changed')
+  const login = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ada', password: PASSWORD }, remoteAddress: '10.9.0.1' })
+  t.equal(login.statusCode, 429, 'the guesses used up the sign-in limit of that client and username too')
+  const elsewhere = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ada', password: PASSWORD }, remoteAddress: '10.9.0.2' })
+  t.equal(elsewhere.statusCode, 200, 'another client keeps its own')
+})
+
+t.test('failed sign-ins count toward the password change\'s limit too', async (t) => {
+  const app = await build(t, { env: { AUTH_RATE_LIMIT_MAX: '2' } })
+  const ada = await signUpVerified(app, 'ada', {})
+  for (let n = 0; n < 2; n++) await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ADA', password: `wrong ${n} password` }, remoteAddress: '10.9.1.1' })
+  t.equal((await changePassword(app, ada.headers, PASSWORD, NEW_PASSWORD, '10.9.1.1')).statusCode, 429)
+  t.equal((await changePassword(app, ada.headers, PASSWORD, NEW_PASSWORD, '10.9.1.2')).statusCode, 200)
 })
 
 t.test('a password change racing a login leaves no live token from the old password', async (t) => {
