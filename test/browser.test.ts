@@ -63,7 +63,10 @@ async function watchedPage (t: Test, browser: Browser, javaScriptEnabled: boolea
   const page = await context.newPage()
   const problems: string[] = []
   page.on('console', (message: ConsoleMessage) => {
-    if (message.type() === 'error' || /Content Security Policy|Refused to/i.test(message.text())) problems.push(`${message.type()}: ${message.text()}`)
+    const text = message.text()
+    // the browser's own favicon request is no part of the page
+    if (/favicon/i.test(text)) return
+    if (message.type() === 'error' || /Content Security Policy|Refused to/i.test(text)) problems.push(`${message.type()}: ${text}`)
   })
   page.on('pageerror', (err: Error) => problems.push(`uncaught: ${err.message}`))
   return { page, problems }
