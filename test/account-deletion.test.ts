@@ -65,6 +65,8 @@ t.test('a deleted account leaves nothing of the person in any table, stored file
   await send(app, 'POST', `/v1/shops/${shop.id as string}/products`, ada.headers, { name: 'Loom cards', price_cents: 500, currency: 'EUR' })
   const klass = await send(app, 'POST', '/v1/classes', ada.headers, { name: 'Engines with Augusta' })
   await send(app, 'POST', `/v1/classes/${klass.id as string}/students`, ada.headers, { first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: 'mary.somerville@example.com' })
+  const graceClass = await send(app, 'POST', '/v1/classes', grace.headers, { name: 'Compilers' })
+  await send(app, 'POST', `/v1/classes/${graceClass.id as string}/students`, grace.headers, { first_name: 'A.', sex: 'F', email: 'Augusta_Ada@example.com' })
   const keyed = await app.inject({ method: 'POST', url: '/v1/posts', headers: { ...ada.headers, 'idempotency-key': 'k-1' }, payload: { type: 'ARTICLE', title: 'Keyed' } })
   t.equal(keyed.statusCode, 201)
   // mail about and to her: sent, and pending (a reset link, an address change, the account summary)
@@ -99,6 +101,9 @@ t.test('a deleted account leaves nothing of the person in any table, stored file
   const mailDir = app.outbox.mailDir
   // .eml files are what was handed to the mail server: the delivered mail of the past, outside Roja's tables.
   t.ok(existsSync(mailDir))
+
+  const students = json(await app.inject({ method: 'GET', url: `/v1/classes/${graceClass.id as string}/students`, headers: grace.headers })).students
+  t.same(students.map((s: { first_name: string, email: string | null }) => [s.first_name, s.email]), [['A.', null]], 'another\'s class keeps the student, not the address')
 
   // What stays: grace, her post (its media_url now a dead link), and her alerts naming a former member.
   const graceAlerts = json(await app.inject({ method: 'GET', url: '/v1/alerts', headers: grace.headers })).alerts as Array<{ message: string }>

@@ -147,7 +147,7 @@ export const FORMER_MEMBER = 'a former member'
  * comments, chapters, lessons and alerts on them), the person's reviews and comments elsewhere,
  * shops and products, classes and students, alerts, media rows, uploads in progress, pending
  * links. The mail queued to or about the person goes too, sent or not; their idempotency records;
- * and others' alerts name them no more. The media bytes are removed after the commit (a file is
+ * their address on others' class lists; and others' alerts name them no more. The media bytes are removed after the commit (a file is
  * never left without its row being gone first). The username is free again at once.
  */
 export async function eraseAccount (db: Db, storage: MediaStorage, userId: string): Promise<void> {
@@ -164,6 +164,9 @@ export async function eraseAccount (db: Db, storage: MediaStorage, userId: strin
     const others = asked.length === 0 ? [] : await trx.selectFrom('user').select('email').where('email', 'in', asked).execute()
     const addresses = [...new Set([user.email, ...asked.filter(a => !others.some(o => o.email === a))])]
     await trx.deleteFrom('outbox_message').where('to_address', 'in', addresses).execute()
+    // Others' class lists that name the person by address keep the student, without the address.
+    await trx.updateTable('student').set({ email: null })
+      .where(eb => eb(eb.fn('lower', ['email']), 'in', addresses)).where('email', 'is not', null).execute()
     await anonymiseMentions(trx, user.username)
     await trx.deleteFrom('idempotency_key')
       .where(eb => eb.or([eb('user_id', '=', userId), eb('location', '=', `/v1/profiles/${userId}`)])).execute()
