@@ -49,11 +49,9 @@ export type ResetRequest = { email: string } | { username: string }
  * die as the new one is made.
  */
 export async function requestPasswordReset (db: Db, settings: ResetSettings, who: ResetRequest, hashCost: number): Promise<void> {
-  const byEmail = 'email' in who
+  const [column, value] = 'email' in who ? ['email', who.email.trim().toLowerCase()] as const : ['username', normaliseUsername(who.username)] as const
   const user = await db.selectFrom('user').select(['id', 'username', 'email', 'email_verified_at', 'is_active'])
-    .$if(byEmail, q => q.where('email', '=', (who as { email: string }).email.trim().toLowerCase()))
-    .$if(!byEmail, q => q.where('username', '=', normaliseUsername((who as { username: string }).username)))
-    .executeTakeFirst()
+    .where(column, '=', value).executeTakeFirst()
   const work = verifyPassword('password reset', dummyHash(hashCost))
   if (user && user.is_active && user.email_verified_at !== null) {
     await db.transaction().execute(async (trx) => {
