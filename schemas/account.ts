@@ -7,8 +7,12 @@ import { Type, type Static } from './typebox.js'
 
 // Lenient: a wrong current password must be a 403 WrongPassword, not a 422 about its shape.
 const CurrentPassword = Type.String({ minLength: 1, maxLength: 1024, description: 'the account\'s password as it is now', writeOnly: true })
-const NewPassword = Type.String({ minLength: 12, maxLength: 1024, description: 'at least 12 characters, as at sign-up; never returned', writeOnly: true })
-const Email = Type.String({ format: 'email', maxLength: 254, description: 'compared and stored lower-cased', examples: ['ada@example.com'] })
+const NewPassword = Type.String({
+  minLength: 12, maxLength: 1024, description: 'at least 12 characters, as at sign-up; never returned', writeOnly: true
+})
+const Email = Type.String({
+  format: 'email', maxLength: 254, description: 'compared and stored lower-cased', examples: ['ada@example.com']
+})
 const ResetToken = Type.String({
   minLength: 1,
   maxLength: 512,
@@ -28,7 +32,9 @@ export type PasswordChange = Static<typeof PasswordChange>
 export const PasswordResetRequest = Type.Union([
   Type.Object({ email: Email }, { additionalProperties: false }),
   Type.Object({
-    username: Type.String({ minLength: 1, maxLength: 256, description: 'trimmed and lower-cased, as at sign-in', examples: ['ada_lovelace'] })
+    username: Type.String({
+      minLength: 1, maxLength: 256, description: 'trimmed and lower-cased, as at sign-in', examples: ['ada_lovelace']
+    })
   }, { additionalProperties: false })
 ], { $id: 'PasswordResetRequest', title: 'PasswordResetRequest', description: 'exactly one of `email` or `username`' })
 export type PasswordResetRequest = Static<typeof PasswordResetRequest>

@@ -37,7 +37,8 @@ interface Chromium { launch: (opts: { executablePath: string, headless: boolean,
 
 async function launch (t: Test): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is missing at ${CHROMIUM}: install it with \`apt-get install chromium\` (Debian), or set CHROMIUM_PATH to a Chromium binary`)
+    throw new Error(`Chromium is missing at ${CHROMIUM}: install it with \`apt-get install chromium\` (Debian), ` +
+      'or set CHROMIUM_PATH to a Chromium binary')
   }
   let chromium: Chromium
   try {

@@ -38,7 +38,7 @@ export const DECLARED = {
     '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)',
     '/profiles/me/password': 'the caller\'s password, one per account: a singular sub-resource replaced by PUT (DESIGN.md §7)',
     '/profiles/me/email-changes': 'a plural noun; its first word is "email" the noun (changes of address), as /email-verifications',
-    '/password-resets/confirmations': 'the confirmations of password resets, found by the token in their body, never by a URL (DESIGN.md §7)'
+    '/password-resets/confirmations': 'confirmations of password resets, found by the token in their body, never by a URL (DESIGN.md §7)'
   } as Record<string, string>,
   /** the collections whose identifier is named after another resource */
   paramAliases: { creators: 'profileId' } as Record<string, string>,

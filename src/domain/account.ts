@@ -34,13 +34,15 @@ export async function checkCurrentPassword (db: Executor, userId: string, passwo
  * far ended and every reset link gone, with a notice to a verified address, in one transaction.
  * Answers the new token generation, for the caller's fresh token.
  */
-export async function changePassword (db: Db, userId: string, input: { current_password: string, new_password: string }, hashCost: number): Promise<number> {
+export async function changePassword (db: Db, userId: string, input: { current_password: string, new_password: string },
+  hashCost: number): Promise<number> {
   await checkCurrentPassword(db, userId, input.current_password, hashCost)
   const passwordHash = await hashPassword(input.new_password, hashCost)
   return db.transaction().execute(async (trx) => {
     await lockForUpdate(trx, trx.selectFrom('user').select('id').where('id', '=', userId))
     const generation = await setPassword(trx, userId, passwordHash)
-    const user = await trx.selectFrom('user').select(['username', 'email', 'email_verified_at']).where('id', '=', userId).executeTakeFirstOrThrow()
+    const user = await trx.selectFrom('user').select(['username', 'email', 'email_verified_at'])
+      .where('id', '=', userId).executeTakeFirstOrThrow()
     if (user.email_verified_at !== null) {
       await enqueueEmail(trx, {
         to: user.email,
@@ -73,11 +75,13 @@ export async function endAllTokens (db: Db, userId: string): Promise<void> {
  * the current address, when verified, gets a notice with no link in it. An address that is
  * another account's gets nothing at all, and the caller the same 202: nobody learns whose it is.
  */
-export async function requestEmailChange (db: Db, settings: VerificationSettings, userId: string, input: { current_password: string, email: string }, hashCost: number): Promise<void> {
+export async function requestEmailChange (db: Db, settings: VerificationSettings, userId: string,
+  input: { current_password: string, email: string }, hashCost: number): Promise<void> {
   await checkCurrentPassword(db, userId, input.current_password, hashCost)
   const email = input.email.trim().toLowerCase()
   await db.transaction().execute(async (trx) => {
-    const user = await trx.selectFrom('user').select(['id', 'username', 'email', 'email_verified_at']).where('id', '=', userId).executeTakeFirstOrThrow()
+    const user = await trx.selectFrom('user').select(['id', 'username', 'email', 'email_verified_at'])
+      .where('id', '=', userId).executeTakeFirstOrThrow()
     if (email === user.email) {
       throw new AppError('InvalidUserData', 'this is already the account\'s address', {
         errors: [{ in: 'body', field: '/email', rule: 'unchanged', message: 'is already the account\'s address' }]
@@ -105,7 +109,7 @@ export async function requestEmailChange (db: Db, settings: VerificationSettings
   })
 }
 
-async function queueChangeLink (db: Executor, settings: VerificationSettings, user: { id: string, username: string, email: string }): Promise<void> {
+async function queueChangeLink (db: Executor, settings: VerificationSettings, user: { id: string, username: string, email: string }) {
   const link = new URL(settings.url)
   link.searchParams.set('token', await issueVerificationToken(db, settings, user, Date.now(), 'change'))
   const body = [
@@ -124,7 +128,7 @@ async function queueChangeLink (db: Executor, settings: VerificationSettings, us
 }
 
 /** DELETE /profiles/me: the current password, then the whole account erased (eraseAccount). */
-export async function deleteAccount (db: Db, storage: MediaStorage, userId: string, currentPassword: string, hashCost: number): Promise<void> {
+export async function deleteAccount (db: Db, storage: MediaStorage, userId: string, currentPassword: string, hashCost: number) {
   await checkCurrentPassword(db, userId, currentPassword, hashCost)
   await eraseAccount(db, storage, userId)
 }
@@ -186,10 +190,12 @@ async function anonymiseMentions (trx: Executor, username: string): Promise<void
   const like = `${prefix}%`
   const alerts = await trx.selectFrom('alert').select(['id', 'message']).where('message', 'like', like).execute()
   for (const alert of alerts.filter(a => a.message.startsWith(prefix))) {
-    await trx.updateTable('alert').set({ message: `${FORMER_MEMBER}${alert.message.slice(username.length)}` }).where('id', '=', alert.id).execute()
+    await trx.updateTable('alert').set({ message: `${FORMER_MEMBER}${alert.message.slice(username.length)}` })
+      .where('id', '=', alert.id).execute()
   }
   const mails = await trx.selectFrom('outbox_message').select(['id', 'body']).where('body', 'like', like).execute()
   for (const mail of mails.filter(m => m.body.startsWith(prefix))) {
-    await trx.updateTable('outbox_message').set({ body: `${FORMER_MEMBER}${mail.body.slice(username.length)}` }).where('id', '=', mail.id).execute()
+    await trx.updateTable('outbox_message').set({ body: `${FORMER_MEMBER}${mail.body.slice(username.length)}` })
+      .where('id', '=', mail.id).execute()
   }
 }

@@ -39,8 +39,8 @@ function tokenHash (key: Buffer, token: string): string {
  * Issues a link's token for the user's current address: stores only its hash, with the address
  * and the expiry, in the caller's transaction; the user's expired links go at the same time.
  */
-export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string }, nowMs = Date.now(),
-  purpose: 'verify' | 'change' = 'verify'): Promise<string> {
+export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string },
+  nowMs = Date.now(), purpose: 'verify' | 'change' = 'verify'): Promise<string> {
   const token = randomBytes(TOKEN_BYTES).toString('base64url')
   const now = new Date(nowMs).toISOString()
   await db.deleteFrom('email_verification').where('user_id', '=', user.id).where('expires_at', '<=', now).execute()

@@ -49,7 +49,9 @@ export type ResetRequest = { email: string } | { username: string }
  * die as the new one is made.
  */
 export async function requestPasswordReset (db: Db, settings: ResetSettings, who: ResetRequest, hashCost: number): Promise<void> {
-  const [column, value] = 'email' in who ? ['email', who.email.trim().toLowerCase()] as const : ['username', normaliseUsername(who.username)] as const
+  const [column, value] = 'email' in who
+    ? ['email', who.email.trim().toLowerCase()] as const
+    : ['username', normaliseUsername(who.username)] as const
   const user = await db.selectFrom('user').select(['id', 'username', 'email', 'email_verified_at', 'is_active'])
     .where(column, '=', value).executeTakeFirst()
   const work = verifyPassword('password reset', dummyHash(hashCost))
@@ -62,7 +64,7 @@ export async function requestPasswordReset (db: Db, settings: ResetSettings, who
   await work
 }
 
-async function queueResetEmail (db: Executor, settings: ResetSettings, user: { id: string, username: string, email: string }): Promise<void> {
+async function queueResetEmail (db: Executor, settings: ResetSettings, user: { id: string, username: string, email: string }) {
   const token = randomBytes(TOKEN_BYTES).toString('base64url')
   const now = Date.now()
   await db.insertInto('password_reset').values({
@@ -100,7 +102,8 @@ const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('
  * token of the account ends (the token generation moves on) and the account's other links go,
  * all in one transaction. The token never appears in an error's text.
  */
-export async function resetPassword (db: Db, settings: ResetSettings, token: string, newPassword: string, hashCost: number, nowMs = Date.now()): Promise<void> {
+export async function resetPassword (db: Db, settings: ResetSettings, token: string, newPassword: string, hashCost: number,
+  nowMs = Date.now()): Promise<void> {
   if (!TOKEN.test(token)) throw invalid('invalid', 'this password-reset link is not valid: ask for a new one')
   const hash = tokenHash(settings.key, token)
   const passwordHash = await hashPassword(newPassword, hashCost)

@@ -91,7 +91,8 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const generation = await changePassword(fastify.db, request.user.id, request.body, config.PASSWORD_HASH_COST)
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken({ id: request.user.id, generation }))
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+      .send(fastify.issueToken({ id: request.user.id, generation }))
   })
 
   fastify.post('/profiles/me/email-changes', {
