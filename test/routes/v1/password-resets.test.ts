@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { createUser, PASSWORD } from '../../fixtures.js'
-import { build, json } from '../../helper.js'
+import { build, freshDatabase, json } from '../../helper.js'
 import { newMail, signIn, signUpVerified, tokenIn, tokenStatus } from '../../account-fixtures.js'
 import { RESET_SUBJECT, resetPassword, resetSettings } from '../../../src/domain/password-reset.js'
 
@@ -149,4 +151,35 @@ t.test('with Redis unreachable the reset limit still holds', async (t) => {
   const statuses: number[] = []
   for (let n = 0; n < 4; n++) statuses.push((await ask(app, { email: 'ada@example.com' }, `10.4.0.${n + 1}`)).statusCode)
   t.same(statuses, [202, 202, 429, 429])
+})
+
+t.test('in a fleet the reset limits are shared through Redis: two instances, one count', async (t) => {
+  const run = randomBytes(6).toString('hex')
+  // client addresses of this run only, so counts never mix with other runs (Redis is shared)
+  const [r1, r2] = randomBytes(2)
+  const ips = [1, 2, 3, 4].map(n => `10.${r1}.${r2}.${n}`)
+  t.teardown(async () => {
+    const redis = new Redis('redis://127.0.0.1:6379')
+    const keys = (await Promise.all([run, ...ips].map(part => redis.keys(`roja-rl:*${part}*`)))).flat()
+    if (keys.length > 0) await redis.del(...keys)
+    await redis.quit()
+  })
+  const ip = ips[3]
+  const database = await freshDatabase(t)
+  const env = { REDIS_URL: 'redis://127.0.0.1:6379', MAIL_RATE_LIMIT_MAX: '2' }
+  const a = await build(t, { env, database })
+  const b = await build(t, { env, database })
+  const address = `someone-${run}@example.com`
+  const statuses = [
+    (await ask(a, { email: address }, ips[0])).statusCode,
+    (await ask(b, { email: address }, ips[1])).statusCode,
+    (await ask(a, { email: address }, ips[2])).statusCode
+  ]
+  t.same(statuses, [202, 202, 429], 'per address, whichever instance answers')
+  const client = [
+    (await ask(b, { email: `x-${run}@example.com` }, ip)).statusCode,
+    (await ask(a, { email: `y-${run}@example.com` }, ip)).statusCode,
+    (await ask(b, { email: `z-${run}@example.com` }, ip)).statusCode
+  ]
+  t.same(client, [202, 202, 429], 'per client, whichever instance answers')
 })
