@@ -116,24 +116,12 @@ export interface paths {
          * @description Anyone for a published course; with a token, its creator for a draft too. One chapter. Changes nothing.
          */
         get: operations["getChapter"];
-        /**
-         * Replace a chapter's title, or move it (course owner)
-         * @description The course's owner only, while still a creator (others 403; 404 where the course is hidden from the caller): replaces the title and, with a position, moves the chapter there (the chapters between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.
-         */
-        put: operations["updateChapter"];
+        put?: never;
         post?: never;
-        /**
-         * Remove a chapter and its lessons (course owner)
-         * @description The course's owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its lessons in the same change; the later chapters move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
-         */
-        delete: operations["deleteChapter"];
+        delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Rename or move a chapter (course owner), a JSON Merge Patch
-         * @description The course's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a title present replaces the title, a position moves the chapter (the chapters between shift by one), an absent member is kept; null is 422 on both. A stale If-Match is 412 and changes nothing.
-         */
-        patch: operations["patchChapter"];
+        patch?: never;
         trace?: never;
     };
     "/v1/classes": {
@@ -172,24 +160,12 @@ export interface paths {
          * @description Any signed-in active user: one class; a class of a draft or scheduled course only to the course's creator (anyone else 404, as for a missing class). Changes nothing.
          */
         get: operations["getClass"];
-        /**
-         * Replace a class's writable fields (owner)
-         * @description The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its name, course and start date (absent: none). The course must be one of the caller's own, as on create. A stale If-Match is 412 and changes nothing.
-         */
-        put: operations["updateClass"];
+        put?: never;
         post?: never;
-        /**
-         * Close a class and remove its students (owner)
-         * @description The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students in the same change. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
-         */
-        delete: operations["deleteClass"];
+        delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Change some fields of a class (owner), a JSON Merge Patch
-         * @description The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start date: a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is kept. The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
-         */
-        patch: operations["patchClass"];
+        patch?: never;
         trace?: never;
     };
     "/v1/classes/{classId}/students": {
@@ -228,24 +204,12 @@ export interface paths {
          * @description The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.
          */
         get: operations["getStudent"];
-        /**
-         * Replace a student's writable fields (class owner)
-         * @description The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the student's writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.
-         */
-        put: operations["updateStudent"];
+        put?: never;
         post?: never;
-        /**
-         * Remove a student from a class (class owner)
-         * @description The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
-         */
-        delete: operations["deleteStudent"];
+        delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Change some fields of a student (class owner), a JSON Merge Patch
-         * @description The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student's fields: a member present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. The merged student must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
-         */
-        patch: operations["patchStudent"];
+        patch?: never;
         trace?: never;
     };
     "/v1/courses/{courseId}": {
@@ -388,24 +352,12 @@ export interface paths {
          * @description Anyone for a published course; with a token, its creator for a draft too. One lesson. Changes nothing.
          */
         get: operations["getLesson"];
-        /**
-         * Replace a lesson's title and body, or move it (course owner)
-         * @description The course's owner only, while still a creator (others 403; 404 where the course is hidden from the caller): replaces the title and body (absent body: none) and, with a position, moves the lesson within its chapter (the lessons between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.
-         */
-        put: operations["updateLesson"];
+        put?: never;
         post?: never;
-        /**
-         * Remove a lesson (course owner)
-         * @description The course's owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later lessons of its chapter move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
-         */
-        delete: operations["deleteLesson"];
+        delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Change or move a lesson (course owner), a JSON Merge Patch
-         * @description The course's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a member present replaces the field, a position moves the lesson within its chapter, null clears the body (on the title or position it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.
-         */
-        patch: operations["patchLesson"];
+        patch?: never;
         trace?: never;
     };
     "/v1/media": {
@@ -442,11 +394,47 @@ export interface paths {
         get: operations["getMedia"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/password-resets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
         /**
-         * Delete an uploaded file, free its quota, clear your references to it (uploader)
-         * @description The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; the caller's own avatar_url and posts' media_url that name its URL are cleared in the same change. Anyone else's copy of the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.
+         * Ask for a password-reset link by e-mail
+         * @description Anyone: names an account by `email` or by `username`. When it is an active account with a verified address, Roja mails that address a link that sets a new password once, within 1 hour; the account's earlier links stop working. The answer is 202 whether or not such an account exists, in about the same time, so it tells nobody whether an address has an account. Limited per client and per address or username (429), whatever the answer would be.
          */
-        delete: operations["deleteMedia"];
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/password-resets/confirmations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with the token from a reset link
+         * @description Anyone holding the link: the token of the reset link Roja mailed (its `token` query parameter) and the new password (at least 12 characters). The password is set and every access token of the account stops working (204); sign in again. A token works once: used, replaced by a newer link, voided by a password or address change, expired (1 hour) or malformed, it is 422 InvalidResetToken (`errors[0].rule` is `expired` or `invalid`). Send the token in this body, never in a URL your page builds.
+         */
+        post: operations["confirmPasswordReset"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -600,24 +588,12 @@ export interface paths {
          * @description Anyone for a published post; with a token, the creator of a draft too. One review. Changes nothing.
          */
         get: operations["getReview"];
-        /**
-         * Replace the rating and text of a review (author)
-         * @description The review's author only (others 403; 404 where the post is hidden from the caller): replaces its rating and text (an absent text becomes null). Still one review per user and post. A stale If-Match is 412 and changes nothing.
-         */
-        put: operations["updateReview"];
+        put?: never;
         post?: never;
-        /**
-         * Withdraw a review (author)
-         * @description The review's author only (others 403): withdraws the review, and the alert it raised for the post's creator with it. The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
-         */
-        delete: operations["deleteReview"];
+        delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Change a review (author), a JSON Merge Patch
-         * @description The review's author only (others 403): merges a JSON Merge Patch (RFC 7396): a member present replaces the field, null clears the text (on the rating it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.
-         */
-        patch: operations["patchReview"];
+        patch?: never;
         trace?: never;
     };
     "/v1/profiles": {
@@ -658,7 +634,11 @@ export interface paths {
          */
         put: operations["updateMyProfile"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete the caller's account and everything that is theirs
+         * @description Signed-in users, with the current password in a JSON body: erases the account at once (204) — the profile, posts (with the reviews, comments and alerts on them), the caller's reviews and comments, shops and products, classes and students, media (their files too), alerts and the mail queued to the caller. Other people's alerts name the caller as "a former member". The username is free again. Nothing can be undone. A wrong password is 403 WrongPassword; every attempt counts toward the sign-in limit.
+         */
+        delete: operations["deleteMyAccount"];
         options?: never;
         head?: never;
         /**
@@ -666,6 +646,66 @@ export interface paths {
          * @description Signed-in users: merges a JSON Merge Patch (RFC 7396) into the writable fields of the caller's own profile: a member present replaces the field, null clears an optional one (on first_name it is 422), an absent member is kept; username, e-mail and password do not change here. The merged profile must pass the rules of PUT (422, an avatar_url on an allowed media host) or nothing changes. A stale If-Match is 412.
          */
         patch: operations["patchMyProfile"];
+        trace?: never;
+    };
+    "/v1/profiles/me/email-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask to move the account to another e-mail address
+         * @description Signed-in users: the current password and the new address. Roja mails the new address a link (as for verification: it opens /verify-email, or EMAIL_VERIFY_URL, and is confirmed through POST /v1/email-verifications); the account keeps its address until the link is confirmed, then has the new one, verified. A verified current address gets a notice with no link. An address that belongs to another account gets no mail and the answer is the same 202, so nobody learns whose it is. Asking again voids the earlier link. The same address as now is 422. Counts against the mail limits and, as a password attempt, toward the sign-in limit.
+         */
+        post: operations["changeMyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/profiles/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the caller's password
+         * @description Signed-in users: the current password and a new one (at least 12 characters). Every access token of the account stops working at once, this one too; the answer is a fresh token. A verified address gets a notice; pending reset links stop working. A wrong current password is 403 WrongPassword; every attempt counts toward the sign-in limit of POST /v1/auth/token (AUTH_RATE_LIMIT_MAX per client and username, 429). The answer is never cached.
+         */
+        put: operations["changeMyPassword"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/profiles/me/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out everywhere: end every token of the caller's account
+         * @description Signed-in users: every access token of the account issued so far stops working at once, the one sent with this request too (204). Sign in again for a new one.
+         */
+        delete: operations["deleteMyTokens"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/profiles/{profileId}": {
@@ -924,6 +964,11 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AccountDeletion */
+        AccountDeletion: {
+            /** @description the account's password as it is now */
+            current_password: string;
+        };
         /** Alert */
         Alert: {
             /**
@@ -988,7 +1033,7 @@ export interface components {
         };
         /** ChapterCreate */
         ChapterCreate: {
-            /** @description 1-based place in the order; the others shift to make room and close the gap, so places stay 1..n. Past the end: the last place. Absent: the end on create, the current place on PUT */
+            /** @description 1-based place in the order; later items shift down. Absent or past the end: appended */
             position?: number;
             title: string;
         };
@@ -997,16 +1042,6 @@ export interface components {
             chapters: components["schemas"]["Chapter"][];
             /** @description number of items the filters match */
             total: number;
-        };
-        /**
-         * ChapterPatch
-         * @description JSON Merge Patch of ChapterCreate: a member present replaces the field (a position moves the chapter), an absent one is kept
-         */
-        ChapterPatch: {
-            /** @description the new place (the others shift); absent keeps the place; null is 422 (every item has a place) */
-            position?: number | null;
-            /** @description required: may be changed, not cleared (null is 422) */
-            title?: string;
         };
         /** Class */
         Class: {
@@ -1061,25 +1096,6 @@ export interface components {
             classes: components["schemas"]["Class"][];
             /** @description number of items the filters match */
             total: number;
-        };
-        /**
-         * ClassPatch
-         * @description JSON Merge Patch of ClassCreate: a member present replaces the field, null clears course_id or starts_date, an absent one is kept
-         */
-        ClassPatch: {
-            /**
-             * Format: uuid
-             * @description a COURSE post of the caller
-             */
-            course_id?: string | null;
-            /** @description required: may be changed, not cleared (null is 422) */
-            name?: string;
-            /**
-             * Format: date
-             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
-             * @example 2026-12-01
-             */
-            starts_date?: string | null;
         };
         /** Comment */
         Comment: {
@@ -1179,6 +1195,17 @@ export interface components {
              */
             updated_at: string;
         };
+        /** EmailChange */
+        EmailChange: {
+            /** @description the account's password as it is now */
+            current_password: string;
+            /**
+             * Format: email
+             * @description compared and stored lower-cased
+             * @example ada@example.com
+             */
+            email: string;
+        };
         /** EmailVerification */
         EmailVerification: {
             /** @description the `token` query parameter of the verification link, as it is */
@@ -1222,7 +1249,7 @@ export interface components {
         /** LessonCreate */
         LessonCreate: {
             body?: string | null;
-            /** @description 1-based place in the order; the others shift to make room and close the gap, so places stay 1..n. Past the end: the last place. Absent: the end on create, the current place on PUT */
+            /** @description 1-based place in the order; later items shift down. Absent or past the end: appended */
             position?: number;
             title: string;
         };
@@ -1231,17 +1258,6 @@ export interface components {
             lessons: components["schemas"]["Lesson"][];
             /** @description number of items the filters match */
             total: number;
-        };
-        /**
-         * LessonPatch
-         * @description JSON Merge Patch of LessonCreate: a member present replaces the field (a position moves the lesson), null clears the body, an absent one is kept
-         */
-        LessonPatch: {
-            body?: string | null;
-            /** @description the new place (the others shift); absent keeps the place; null is 422 (every item has a place) */
-            position?: number | null;
-            /** @description required: may be changed, not cleared (null is 422) */
-            title?: string;
         };
         /** Media */
         Media: {
@@ -1307,6 +1323,38 @@ export interface components {
             /** @example ada_lovelace */
             username: string;
             website: string | null;
+        };
+        /** PasswordChange */
+        PasswordChange: {
+            /** @description the account's password as it is now */
+            current_password: string;
+            /** @description at least 12 characters, as at sign-up; never returned */
+            new_password: string;
+        };
+        /** PasswordResetConfirmation */
+        PasswordResetConfirmation: {
+            /** @description at least 12 characters, as at sign-up; never returned */
+            new_password: string;
+            /** @description the `token` query parameter of the reset link, as it is */
+            token: string;
+        };
+        /**
+         * PasswordResetRequest
+         * @description exactly one of `email` or `username`
+         */
+        PasswordResetRequest: {
+            /**
+             * Format: email
+             * @description compared and stored lower-cased
+             * @example ada@example.com
+             */
+            email: string;
+        } | {
+            /**
+             * @description trimmed and lower-cased, as at sign-in
+             * @example ada_lovelace
+             */
+            username: string;
         };
         /** Post */
         Post: {
@@ -1695,19 +1743,6 @@ export interface components {
             /** @description number of items the filters match */
             total: number;
         };
-        /**
-         * ReviewPatch
-         * @description JSON Merge Patch of ReviewCreate: a member present replaces the field, null clears the text, an absent one is kept
-         */
-        ReviewPatch: {
-            /**
-             * @description required: may be changed, not cleared (null is 422)
-             * @example 5
-             */
-            rating?: number;
-            /** @example Clear and useful. */
-            text?: string | null;
-        };
         /** Shop */
         Shop: {
             /**
@@ -1800,22 +1835,6 @@ export interface components {
             students: components["schemas"]["Student"][];
             /** @description number of items the filters match */
             total: number;
-        };
-        /**
-         * StudentPatch
-         * @description JSON Merge Patch of StudentCreate: a member present replaces the field, null clears last_name or email, an absent one is kept
-         */
-        StudentPatch: {
-            /** Format: email */
-            email?: string | null;
-            /** @description required: may be changed, not cleared (null is 422) */
-            first_name?: string;
-            last_name?: string | null;
-            /**
-             * @description F, M or X; required: may be changed, not cleared (null is 422)
-             * @enum {string}
-             */
-            sex?: "F" | "M" | "X";
         };
         /** TokenForm */
         TokenForm: {
@@ -2015,7 +2034,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -2769,552 +2788,6 @@ export interface operations {
             };
         };
     };
-    updateChapter: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                chapterId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "position": 1,
-                 *       "title": "Operation cards"
-                 *     }
-                 */
-                "application/json": components["schemas"]["ChapterCreate"];
-            };
-        };
-        responses: {
-            /** @description OK: Chapter */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
-                     *       "position": 1,
-                     *       "title": "Operation cards",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Chapter"];
-                };
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ChapterNotFound`: Chapter not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteChapter: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                chapterId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content: deleted */
-            204: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ChapterNotFound`: Chapter not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    patchChapter: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                chapterId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "position": 2
-                 *     }
-                 */
-                "application/json": components["schemas"]["ChapterPatch"];
-                /**
-                 * @example {
-                 *       "position": 2
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["ChapterPatch"];
-            };
-        };
-        responses: {
-            /** @description OK: Chapter */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
-                     *       "position": 1,
-                     *       "title": "Operation cards",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Chapter"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ChapterNotFound`: Chapter not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     listClasses: {
         parameters: {
             query?: {
@@ -3323,7 +2796,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, starts_date, created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: name, starts_date, created_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -3806,565 +3279,6 @@ export interface operations {
             };
         };
     };
-    updateClass: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
-                 *       "name": "Engine programming, winter group",
-                 *       "starts_date": "2027-01-11"
-                 *     }
-                 */
-                "application/json": components["schemas"]["ClassCreate"];
-            };
-        };
-        responses: {
-            /** @description OK: Class */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
-                     *       "name": "Engine programming, winter group",
-                     *       "owner": {
-                     *         "first_name": "Ada",
-                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
-                     *         "last_name": "Lovelace",
-                     *         "username": "ada_lovelace"
-                     *       },
-                     *       "starts_date": "2027-01-11",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Class"];
-                };
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteClass: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content: deleted */
-            204: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    patchClass: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "starts_date": "2027-02-01"
-                 *     }
-                 */
-                "application/json": components["schemas"]["ClassPatch"];
-                /**
-                 * @example {
-                 *       "starts_date": "2027-02-01"
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["ClassPatch"];
-            };
-        };
-        responses: {
-            /** @description OK: Class */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
-                     *       "name": "Engine programming, winter group",
-                     *       "owner": {
-                     *         "first_name": "Ada",
-                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
-                     *         "last_name": "Lovelace",
-                     *         "username": "ada_lovelace"
-                     *       },
-                     *       "starts_date": "2027-01-11",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Class"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     listStudents: {
         parameters: {
             query?: {
@@ -4373,7 +3287,7 @@ export interface operations {
                 /** @description items skipped (default 0); not with page/count */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: first_name, last_name, created_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: first_name, last_name, created_at; default: created_at
                  * @example [
                  *       "-first_name"
                  *     ]
@@ -4882,575 +3796,6 @@ export interface operations {
             };
         };
     };
-    updateStudent: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                studentId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "email": "mary@example.com",
-                 *       "first_name": "Mary",
-                 *       "last_name": "Somerville",
-                 *       "sex": "F"
-                 *     }
-                 */
-                "application/json": components["schemas"]["StudentCreate"];
-            };
-        };
-        responses: {
-            /** @description OK: Student */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "email": "mary@example.com",
-                     *       "first_name": "Mary",
-                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
-                     *       "last_name": "Somerville",
-                     *       "sex": "F",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Student"];
-                };
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteStudent: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                studentId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content: deleted */
-            204: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    patchStudent: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                classId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                studentId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "email": null,
-                 *       "last_name": "Fairfax Somerville"
-                 *     }
-                 */
-                "application/json": components["schemas"]["StudentPatch"];
-                /**
-                 * @example {
-                 *       "email": null,
-                 *       "last_name": "Fairfax Somerville"
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["StudentPatch"];
-            };
-        };
-        responses: {
-            /** @description OK: Student */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "email": "mary@example.com",
-                     *       "first_name": "Mary",
-                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
-                     *       "last_name": "Somerville",
-                     *       "sex": "F",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Student"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     getCourse: {
         parameters: {
             query?: never;
@@ -5625,7 +3970,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -5970,7 +4315,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -6460,7 +4805,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -6823,556 +5168,6 @@ export interface operations {
             };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    updateLesson: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                lessonId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "body": "A card that backs the chain repeats a set of operations.",
-                 *       "title": "Loops with the Jacquard cards"
-                 *     }
-                 */
-                "application/json": components["schemas"]["LessonCreate"];
-            };
-        };
-        responses: {
-            /** @description OK: Lesson */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "body": "A card that backs the chain repeats a set of operations.",
-                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
-                     *       "position": 2,
-                     *       "title": "Loops with the Jacquard cards",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Lesson"];
-                };
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `LessonNotFound`: Lesson not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteLesson: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                lessonId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content: deleted */
-            204: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `LessonNotFound`: Lesson not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    patchLesson: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                lessonId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "position": 1,
-                 *       "title": "Loops and the backing card"
-                 *     }
-                 */
-                "application/json": components["schemas"]["LessonPatch"];
-                /**
-                 * @example {
-                 *       "position": 1,
-                 *       "title": "Loops and the backing card"
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["LessonPatch"];
-            };
-        };
-        responses: {
-            /** @description OK: Lesson */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "body": "A card that backs the chain repeats a set of operations.",
-                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
-                     *       "created_at": "2026-11-21T09:30:00+0000",
-                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
-                     *       "position": 2,
-                     *       "title": "Loops with the Jacquard cards",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Lesson"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `LessonNotFound`: Lesson not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -8096,33 +5891,40 @@ export interface operations {
             };
         };
     };
-    deleteMedia: {
+    requestPasswordReset: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                mediaId: string;
-            };
+            header?: never;
+            path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordResetRequest"];
+            };
+        };
         responses: {
-            /** @description No Content: deleted */
-            204: {
+            /** @description Accepted: Queued */
+            202: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "queued"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Queued"];
+                };
             };
             /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
             400: {
@@ -8136,57 +5938,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `MediaNotFound`: Media not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -8261,6 +6014,123 @@ export interface operations {
             };
         };
     };
+    confirmPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "new_password": "tr0ub4dor and three more words",
+                 *       "token": "Zr8Qm2vXc7LpA4sJgT0bgK"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordResetConfirmation"];
+            };
+        };
+        responses: {
+            /** @description No Content: the new password is set */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed; `InvalidResetToken`: Invalid password-reset token */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listPosts: {
         parameters: {
             query?: {
@@ -8269,7 +6139,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -9368,7 +7238,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at; default: created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -10455,7 +8325,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, rating; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, rating; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -10917,577 +8787,6 @@ export interface operations {
             };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    updateReview: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                postId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                reviewId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "rating": 5,
-                 *       "text": "Clear, and a century early."
-                 *     }
-                 */
-                "application/json": components["schemas"]["ReviewCreate"];
-            };
-        };
-        responses: {
-            /** @description OK: Review */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "author": {
-                     *         "first_name": "Grace",
-                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
-                     *         "last_name": "Hopper",
-                     *         "username": "grace_hopper"
-                     *       },
-                     *       "created_at": "2026-11-22T14:05:00+0000",
-                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
-                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
-                     *       "rating": 5,
-                     *       "text": "Clear, and a century early."
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Review"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    deleteReview: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                postId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                reviewId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content: deleted */
-            204: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ValidationFailed`: Validation failed */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `RateLimited`: Too many requests */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `ServiceUnavailable`: Service unavailable */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    patchReview: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description ETag the change is based on; a stale one is 412 */
-                "if-match"?: string;
-            };
-            path: {
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                postId: string;
-                /**
-                 * @description UUIDv4
-                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
-                 */
-                reviewId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "text": "Clear, and a century early. Note G alone is worth it."
-                 *     }
-                 */
-                "application/json": components["schemas"]["ReviewPatch"];
-                /**
-                 * @example {
-                 *       "text": "Clear, and a century early. Note G alone is worth it."
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["ReviewPatch"];
-            };
-        };
-        responses: {
-            /** @description OK: Review */
-            200: {
-                headers: {
-                    ETag: components["headers"]["ETag"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "author": {
-                     *         "first_name": "Grace",
-                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
-                     *         "last_name": "Hopper",
-                     *         "username": "grace_hopper"
-                     *       },
-                     *       "created_at": "2026-11-22T14:05:00+0000",
-                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
-                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
-                     *       "rating": 5,
-                     *       "text": "Clear, and a century early."
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Review"];
-                };
-            };
-            /** @description `MalformedBody`: Malformed body */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
-            401: {
-                headers: {
-                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `NotAcceptable`: Not acceptable */
-            406: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PreconditionFailed`: Precondition failed */
-            412: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `PayloadTooLarge`: Payload too large */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `UnsupportedMediaType`: Unsupported media type */
-            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -12020,6 +9319,147 @@ export interface operations {
             };
         };
     };
+    deleteMyAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AccountDeletion"];
+            };
+        };
+        responses: {
+            /** @description No Content: the account is gone */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `WrongPassword`: Current password is wrong */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     patchMyProfile: {
         parameters: {
             query?: never;
@@ -12130,6 +9570,438 @@ export interface operations {
             };
             /** @description `PreconditionFailed`: Precondition failed */
             412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    changeMyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple",
+                 *       "email": "ada@lovelace.example"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EmailChange"];
+            };
+        };
+        responses: {
+            /** @description Accepted: Queued */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "queued"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Queued"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `WrongPassword`: Current password is wrong */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed; `InvalidUserData`: Invalid user data */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    changeMyPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple",
+                 *       "new_password": "tr0ub4dor and three more words"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordChange"];
+            };
+        };
+        responses: {
+            /** @description OK: TokenResponse */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpZCI6ImIzZTFjN2EyLTVkNGYtNGU4YS05YzFiLTJmNmQ4ZTBhNGMxNyIsImlhdCI6MTc2NDMyMzAwMCwiZXhwIjoxNzY0MzI2NjAwfQ.Lq3n6W5v2m0ZVQ7xk4bJ0s1p9cHh8eYtRr2uF3dGk0A",
+                     *       "expires_in": 3600,
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TokenResponse"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `WrongPassword`: Current password is wrong */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteMyTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: every token of the account has ended */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -12345,7 +10217,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: name, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -13333,7 +11205,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, price_cents, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: name, price_cents, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -14370,7 +12242,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, size; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, size; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -14530,7 +12402,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]

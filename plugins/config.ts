@@ -45,6 +45,8 @@ export const EnvSchema = Type.Object({
   // E-mail verification: the front-end page a link opens (it posts the token), and how long a link works.
   EMAIL_VERIFY_URL: Type.Optional(Type.String({ format: 'http-url' })),
   EMAIL_VERIFY_TTL: Type.Integer({ minimum: 60, maximum: 604800, default: 86400 }),
+  // Password reset: the front-end page a reset link opens (it posts the token and the new password).
+  PASSWORD_RESET_URL: Type.Optional(Type.String({ format: 'http-url' })),
   TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
@@ -108,6 +110,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
   // Production is served over HTTPS only, so its media are too (the media-url rule wants https there).
   const mediaPublicUrl = (raw.MEDIA_PUBLIC_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}`).replace(/\/+$/, '')
   const emailVerifyUrl = raw.EMAIL_VERIFY_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}/verify-email`
+  const passwordResetUrl = raw.PASSWORD_RESET_URL ?? `${production ? 'https' : 'http'}://${raw.HOST}:${raw.PORT}/reset-password`
   const corsOrigins = list(raw.ALLOWED_CORS_ORIGINS).map(o => o === '*' ? o : new URL(o).origin)
   return {
     ...raw,
@@ -119,6 +122,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     jwtSecretGenerated: !raw.JWT_SECRET,
     mediaPublicUrl,
     emailVerifyUrl,
+    passwordResetUrl,
     allowedMediaHosts: raw.ALLOWED_MEDIA_HOSTS ? list(raw.ALLOWED_MEDIA_HOSTS).map(h => h.toLowerCase()) : [new URL(mediaPublicUrl).host.toLowerCase()],
     corsOrigins,
     docsEnabled: raw.ENVIRONMENT === 'local' || raw.ENVIRONMENT === 'staging',
@@ -147,6 +151,9 @@ function crossChecks (env: Record<string, unknown>): string[] {
   }
   if (production && env.EMAIL_VERIFY_URL !== undefined && !String(env.EMAIL_VERIFY_URL).startsWith('https://')) {
     issues.push('EMAIL_VERIFY_URL must be https:// in production (the link carries a token)')
+  }
+  if (production && env.PASSWORD_RESET_URL !== undefined && !String(env.PASSWORD_RESET_URL).startsWith('https://')) {
+    issues.push('PASSWORD_RESET_URL must be https:// in production (the link carries a token)')
   }
   if (env.LOG_FORMAT === 'pretty' && !resolvable('pino-pretty')) issues.push('LOG_FORMAT=pretty needs pino-pretty, a dev dependency (npm ci without --omit=dev)')
   return issues

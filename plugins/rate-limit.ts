@@ -24,11 +24,24 @@ declare module 'fastify' {
      */
     passwordRateLimit: (subject: (request: FastifyRequest) => string) => RateLimitOptions
     /**
+     * preHandler of every route that checks a password (the token endpoint, and the account routes
+     * that take the current password): one count per client and `subject` (the username) across
+     * all of them, AUTH_RATE_LIMIT_MAX per RATE_LIMIT_WINDOW, so a password guessed through any of
+     * them counts toward the sign-in limit of the others. Never off, like passwordRateLimit.
+     */
+    passwordAttempt: (subject: (request: FastifyRequest) => string) => (request: FastifyRequest) => Promise<void>
+    /**
      * preHandler (after authenticate) of every route that sends mail: MAIL_RATE_LIMIT_MAX per
      * MAIL_RATE_LIMIT_WINDOW per user and per recipient address, so nobody can make Roja mail
      * an address over and over whatever IP they come from. Never off, like passwordRateLimit.
      */
     mailRateLimit: (request: FastifyRequest) => Promise<void>
+    /**
+     * preHandler of a public route that mails whoever its body names (a password reset):
+     * MAIL_RATE_LIMIT_MAX per MAIL_RATE_LIMIT_WINDOW per client and per name, the same whether or
+     * not an account has that name, so the route cannot flood a mailbox. Never off, like mailRateLimit.
+     */
+    namedRecipientRateLimit: (recipient: (request: FastifyRequest) => string) => (request: FastifyRequest) => Promise<void>
   }
 }
 
@@ -90,7 +103,7 @@ export default fp(async (fastify) => {
   })
 
   const perClient = fastify.createRateLimit()
-  function check (result: Checked, limit: 'global' | 'mail'): void {
+  function check (result: Checked, limit: 'global' | 'route' | 'mail'): void {
     if (!result.isAllowed && result.isExceeded) {
       refused(limit)
       throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
@@ -105,12 +118,32 @@ export default fp(async (fastify) => {
     keyGenerator: (request) => `${KEEP}login:${keyOf(request)}|${subject(request)}`
   }))
 
+  // One limiter for every password route, so they share its counts (in memory and in Redis alike).
+  const subjects = new WeakMap<FastifyRequest, string>()
+  const attempts = fastify.createRateLimit({
+    max: config.AUTH_RATE_LIMIT_MAX,
+    timeWindow: config.RATE_LIMIT_WINDOW,
+    keyGenerator: (request) => `${KEEP}password:${keyOf(request)}|${subjects.get(request) ?? ''}`
+  })
+  fastify.decorate('passwordAttempt', (subject: (request: FastifyRequest) => string) => async (request: FastifyRequest) => {
+    subjects.set(request, subject(request))
+    check(await attempts(request), 'route')
+  })
+
   const mail = { max: config.MAIL_RATE_LIMIT_MAX, timeWindow: config.MAIL_RATE_LIMIT_WINDOW }
   const perUser = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-user:${request.user.id}` })
   const perRecipient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-to:${request.user.email.toLowerCase()}` })
   fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
     check(await perUser(request), 'mail')
     check(await perRecipient(request), 'mail')
+  })
+  const perMailingClient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-client:${keyOf(request)}` })
+  fastify.decorate('namedRecipientRateLimit', (recipient: (request: FastifyRequest) => string) => {
+    const perName = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-named:${recipient(request)}` })
+    return async (request: FastifyRequest) => {
+      check(await perMailingClient(request), 'mail')
+      check(await perName(request), 'mail')
+    }
   })
 }, { name: 'rate-limit', dependencies: ['config', 'problems'] })
 

@@ -69,6 +69,11 @@ export const examples: Record<string, unknown> = {
   Profile: profile,
   MyProfile: { ...profile, email: 'ada@example.com', email_verified: true },
   EmailVerification: { token: 'q3X9vR2mWc7LpA4sJgT0bg' },
+  PasswordChange: { current_password: 'correct horse battery staple', new_password: 'tr0ub4dor and three more words' },
+  PasswordResetRequest: { email: 'ada@example.com' },
+  PasswordResetConfirmation: { token: 'Zr8Qm2vXc7LpA4sJgT0bgK', new_password: 'tr0ub4dor and three more words' },
+  EmailChange: { current_password: 'correct horse battery staple', email: 'ada@lovelace.example' },
+  AccountDeletion: { current_password: 'correct horse battery staple' },
   UserSummary: ada,
   Post: post,
   PostCreate: postWrite,
@@ -133,7 +138,9 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
   InvalidUserData: 'bad username, choose another',
   EmailNotVerified: 'verify your e-mail address first: open the link Roja mailed you, or ask for a new one',
   EmailAlreadyVerified: 'this e-mail address is already verified',
-  InvalidVerificationToken: 'this verification link has expired: sign in and ask for a new one'
+  InvalidVerificationToken: 'this verification link has expired: sign in and ask for a new one',
+  WrongPassword: 'the current password is wrong',
+  InvalidResetToken: 'this password-reset link has expired: ask for a new one'
 }
 
 export function problemExample (code: ProblemCode, path: string): Problem {

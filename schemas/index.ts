@@ -11,6 +11,7 @@ import { Health, Version } from './operations.js'
 import { TokenForm, TokenRequest, TokenResponse } from './auth.js'
 import { MyProfile, Profile, ProfileCreate, ProfilePatch, ProfileUpdate } from './profiles.js'
 import { EmailVerification } from './user-email.js'
+import { AccountDeletion, EmailChange, PasswordChange, PasswordResetConfirmation, PasswordResetRequest } from './account.js'
 import { Product, ProductList, ProductPatch, ProductWrite, Shop, ShopList, ShopPatch, ShopWrite } from './shops.js'
 import { Class, ClassCreate, ClassList, ClassPatch, Student, StudentCreate, StudentList, StudentPatch } from './classes.js'
 import { Chapter, ChapterCreate, ChapterList, ChapterPatch, Course, Lesson, LessonCreate, LessonList, LessonPatch } from './courses.js'
@@ -23,6 +24,7 @@ export const components: TSchema[] = [
   Version,
   TokenRequest, TokenForm, TokenResponse,
   ProfileCreate, ProfileUpdate, ProfilePatch, Profile, MyProfile, EmailVerification,
+  PasswordChange, PasswordResetRequest, PasswordResetConfirmation, EmailChange, AccountDeletion,
   Shop, ShopWrite, ShopPatch, ShopList, Product, ProductWrite, ProductPatch, ProductList,
   Class, ClassCreate, ClassPatch, ClassList, Student, StudentCreate, StudentPatch, StudentList,
   Course, Chapter, ChapterCreate, ChapterPatch, ChapterList, Lesson, LessonCreate, LessonPatch, LessonList,

@@ -46,7 +46,9 @@ export const problems = {
   ValidationFailed: { status: 422, title: 'Validation failed' },
   RateLimited: { status: 429, title: 'Too many requests' },
   InternalError: { status: 500, title: 'Internal server error' },
-  ServiceUnavailable: { status: 503, title: 'Service unavailable' }
+  ServiceUnavailable: { status: 503, title: 'Service unavailable' },
+  WrongPassword: { status: 403, title: 'Current password is wrong' },
+  InvalidResetToken: { status: 422, title: 'Invalid password-reset token' }
 } as const satisfies Record<string, { status: number, title: string }>
 
 export type ProblemCode = keyof typeof problems

@@ -28,6 +28,7 @@ import { findAccount, invalidToken, type Account } from './domain/users.js'
 import { PACKAGE_VERSION } from './package-info.js'
 import operations from './routes/operations.js'
 import verifyEmailPage from './routes/verify-email.js'
+import resetPasswordPage from './routes/reset-password.js'
 import v1 from './routes/v1/index.js'
 import v2 from './routes/v2/index.js'
 
@@ -82,6 +83,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
 
   await fastify.register(operations)
   await fastify.register(verifyEmailPage)
+  await fastify.register(resetPasswordPage)
   await fastify.register(v1, { prefix: '/v1' })
   await fastify.register(v2, { prefix: '/v2' })
 }

@@ -1,7 +1,10 @@
+import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError, loadConfig, type Config } from '../plugins/config.js'
+import { diskStorage } from '../plugins/media-storage.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
+import { deleteUserByName } from './domain/account.js'
 import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
@@ -13,7 +16,7 @@ export interface Command {
   usage: string
   help: string
   args: string[]
-  run: (db: Db, args: string[]) => Promise<string>
+  run: (db: Db, args: string[], config: Config) => Promise<string>
 }
 
 const flagCommand = (change: (db: Db, username: string) => Promise<FlagChange>, done: string, already: string) =>
@@ -43,6 +46,15 @@ export const commands: Record<string, Command> = {
   'user revoke-tokens': {
     usage: 'user revoke-tokens <username>', help: 'ends every access token issued so far (the user signs in again)', args: ['username'],
     run: async (db, [username]) => `${(await revokeTokens(db, username)).username}: every access token issued so far is revoked`
+  },
+  'user delete': {
+    usage: 'user delete <username>',
+    help: 'erases the account and everything that is theirs, media files included, as DELETE /v1/profiles/me does (no undo)',
+    args: ['username'],
+    run: async (db, [username], config) => {
+      const { username: name } = await deleteUserByName(db, diskStorage(join(config.dataDir, 'media')), username)
+      return `${name}: the account and everything that was theirs is erased; the username is free`
+    }
   }
 }
 
@@ -76,7 +88,7 @@ export async function main (argv: string[]): Promise<number> {
     console.error(command ? `usage: npm run cli -- ${command.usage}` : help([]))
     return 2
   }
-  return onConfiguredDatabase(db => command.run(db, args))
+  return onConfiguredDatabase((db, config) => command.run(db, args, config))
 }
 
 /**

@@ -26,6 +26,7 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       redact: {
         paths: ['headers.authorization', 'headers.cookie',
           'busboyOptions.headers.authorization', 'busboyOptions.headers.cookie', 'password', 'body.password',
+          'current_password', 'new_password', 'body.current_password', 'body.new_password',
           'err.password', 'access_token', 'body.access_token', 'jwtSecret', 'JWT_SECRET', 'config.JWT_SECRET'],
         censor: '[redacted]'
       },

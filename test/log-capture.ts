@@ -21,8 +21,9 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!!'
  */
 export const ISSUED: ReadonlyArray<{ kind: string, pattern: RegExp }> = [
   { kind: 'access_token', pattern: /"access_token"\s*:\s*"([^"]+)"/g },
-  // the link in the verification e-mail: <EMAIL_VERIFY_URL>?token=<payload>.<MAC>
-  { kind: 'e-mail verification token', pattern: /[?&]token=([A-Za-z0-9_-]{22})(?![A-Za-z0-9_.-])/g }
+  // the links mailed with a 16-byte random token: <EMAIL_VERIFY_URL>?token=… (verification, a new
+  // address) and <PASSWORD_RESET_URL>?token=… (password reset)
+  { kind: 'mailed link token (e-mail verification, password reset)', pattern: /[?&]token=([A-Za-z0-9_-]{22})(?![A-Za-z0-9_.-])/g }
 ]
 
 const ROOT = resolve(import.meta.dirname, '..')

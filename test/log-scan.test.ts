@@ -2,6 +2,7 @@ import t from 'tap'
 import { SecretIndex, scanText } from '../scripts/log-scan.js'
 import { redactTokens } from '../plugins/security.js'
 import { TEST_SECRET } from './helper.js'
+import { ISSUED } from './log-capture.js'
 
 // The scanner of the suite's logs (scripts/scan-test-logs.ts) must be able to fail.
 const token = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpZCI6IjEiLCJnZW4iOjB9.q2fW1m8oXxkV0J4n3b9Zr7u5T6s1yA2cD8eF0gH4iJk'
@@ -33,4 +34,13 @@ t.test('a line without them, and the query-string token redacted as the logger w
   t.equal(redactTokens('/v1/posts?limit=5&to%6Ben=abc&tokens=1&token+=def'), '/v1/posts?limit=5&to%6Ben=[redacted]&tokens=1&token+=[redacted]', 'escaped and spaced names too, nothing else')
   t.equal(redactTokens('/v1/posts?limit=5&offset=10'), '/v1/posts?limit=5&offset=10', 'a query without one is unchanged')
   t.same(scanText(line(`/v1/profiles/me?x=${signature.slice(0, 20)}`), index), [], 'nor does a part of a signature count')
+})
+
+t.test('the tokens of mailed links (verification, password reset) are recorded as secrets and found', async (t) => {
+  const reset = 'Zr8Qm2vXc7LpA4sJgT0bgK'
+  const found = ISSUED.flatMap(({ kind, pattern }) => [...`  http://127.0.0.1:3000/reset-password?token=${reset}\n`.matchAll(pattern)].map(m => ({ kind, value: m[1] })))
+  t.same(found.map(f => f.value), [reset], 'the reset link\'s token is an issued secret')
+  const links = new SecretIndex(found)
+  t.same(scanText(line(`/reset-password?token=${reset}`), links).map(h => h.line), [1], 'a log line holding it is a hit')
+  t.same(scanText(line(redactTokens(`/reset-password?token=${reset}`)), links), [], 'the line as the logger writes it is clean')
 })

@@ -16,6 +16,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import t from 'tap'
 import { createCreator, createUser, PASSWORD, verificationToken, type TestUser } from './fixtures.js'
 import { build } from './helper.js'
+import { RESET_SUBJECT } from '../src/domain/password-reset.js'
 import { join } from 'node:path'
 import { ROOT } from '../src/package-info.js'
 
@@ -94,6 +95,25 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('PUT', '/v1/profiles/me', { user: ada, body: { first_name: 'Ada' }, headers: { 'if-match': '"stale"' } })
   await r.send('PATCH', '/v1/profiles/me', { user: ada, raw: JSON.stringify({ favorite_band: 'Queen', website: null }), type: 'application/merge-patch+json' })
   await r.send('PATCH', '/v1/profiles/me', { user: ada, raw: JSON.stringify({ first_name: null }), type: 'application/merge-patch+json' })
+  // the account: a reset, a password change, an address change, signing out everywhere, leaving
+  const kay = await createUser(app, { username: 'kay', verified: true })
+  const signIn = async () => ({ ...kay, headers: { authorization: `Bearer ${(await r.send('POST', '/v1/auth/token', { body: { username: 'kay', password: PASSWORD } })).json().access_token as string}` } })
+  await r.send('POST', '/v1/password-resets', { body: { email: 'kay@example.com' } })
+  await r.send('POST', '/v1/password-resets', { body: { email: 'kay@example.com', username: 'kay' } })
+  const resetMail = await app.db.selectFrom('outbox_message').select('body').where('to_address', '=', 'kay@example.com').where('subject', '=', RESET_SUBJECT).executeTakeFirstOrThrow()
+  const resetToken = /[?&]token=([\w-]+)/.exec(resetMail.body)![1]
+  await r.send('POST', '/v1/password-resets/confirmations', { body: { token: 'A'.repeat(22), new_password: PASSWORD } })
+  await r.send('POST', '/v1/password-resets/confirmations', { body: { token: resetToken, new_password: PASSWORD } })
+  const kayNow = await signIn()
+  await r.send('PUT', '/v1/profiles/me/password', { user: kayNow, body: { current_password: 'wrong password here', new_password: PASSWORD } })
+  const changed = (await r.send('PUT', '/v1/profiles/me/password', { user: kayNow, body: { current_password: PASSWORD, new_password: PASSWORD } })).json()
+  const kayFresh = { ...kay, headers: { authorization: `Bearer ${changed.access_token as string}` } }
+  await r.send('POST', '/v1/profiles/me/email-changes', { user: kayFresh, body: { current_password: PASSWORD, email: 'kay@new.example' } })
+  await r.send('POST', '/v1/profiles/me/email-changes', { user: kayFresh, body: { current_password: 'wrong password here', email: 'kay@new.example' } })
+  await r.send('DELETE', '/v1/profiles/me', { user: kayFresh, body: { current_password: 'wrong password here' } })
+  await r.send('DELETE', '/v1/profiles/me/tokens', { user: kayFresh })
+  await r.send('DELETE', '/v1/profiles/me/tokens', { user: kayFresh })
+  await r.send('DELETE', '/v1/profiles/me', { user: await signIn(), body: { current_password: PASSWORD } })
   await r.send('GET', `/v1/creators/${ada.id}`)
   await r.send('GET', `/v1/creators/${grace.id}`)
   await r.send('GET', `/v1/creators/${ada.id}/posts?sort=-created_at,title`)

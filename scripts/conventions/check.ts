@@ -35,7 +35,10 @@ export const DECLARED = {
   paths: {
     '/auth/token': 'the RFC 6749 token endpoint (an action route)',
     '/email-verifications': 'a plural noun; its first word is "email" the noun, not the action verb',
-    '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)'
+    '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)',
+    '/profiles/me/password': 'the caller\'s password, one per account: a singular sub-resource replaced by PUT (DESIGN.md §7)',
+    '/profiles/me/email-changes': 'a plural noun; its first word is "email" the noun (changes of address), as /email-verifications',
+    '/password-resets/confirmations': 'confirmations of password resets, found by the token in their body, never by a URL (DESIGN.md §7)'
   } as Record<string, string>,
   /** the collections whose identifier is named after another resource */
   paramAliases: { creators: 'profileId' } as Record<string, string>,
@@ -57,8 +60,8 @@ export const DECLARED = {
   } as Record<string, { without: string[], reason: string }>
 }
 
-// verify-email: the HTML page a mailed link opens, outside the JSON API
-const OPERATIONAL = /^\/(health|version|metrics|docs|openapi|verify-email)(\/|$|\.)/
+// verify-email, reset-password: the HTML pages mailed links open, outside the JSON API
+const OPERATIONAL = /^\/(health|version|metrics|docs|openapi|verify-email|reset-password)(\/|$|\.)/
 const VERSIONED = /^\/v\d+(\/|$)/
 const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/

@@ -14,6 +14,7 @@ import * as emailVerificationToken from './migrations/2026_11_27_0100_email_veri
 import * as mediaUpload from './migrations/2026_11_27_0200_media_upload.js'
 import * as postSchedule from './migrations/2026_11_28_0001_post_schedule.js'
 import * as alertReview from './migrations/2026_11_29_0100_alert_review.js'
+import * as accountLinks from './migrations/2026_11_29_0200_account_links.js'
 
 /** Every migration, by its date_slug name. A static list works the same from src/ (tsx) and dist/. */
 export const migrations: Record<string, Migration> = {
@@ -30,7 +31,8 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0100_email_verification_token': emailVerificationToken,
   '2026_11_27_0200_media_upload': mediaUpload,
   '2026_11_28_0001_post_schedule': postSchedule,
-  '2026_11_29_0100_alert_review': alertReview
+  '2026_11_29_0100_alert_review': alertReview,
+  '2026_11_29_0200_account_links': accountLinks
 }
 
 /** A migration that ran and failed (as opposed to a database that could not be reached). */

@@ -154,6 +154,16 @@ export interface EmailVerificationTable {
   token_hash: string
   user_id: string
   email: string
+  /** `verify`: the account's own address; `change`: a new address asked for (migration 2026_11_29_0200) */
+  purpose: ColumnType<'verify' | 'change', 'verify' | 'change' | undefined, 'verify' | 'change'>
+  expires_at: Timestamp
+  created_at: Timestamp
+}
+
+/** A mailed password-reset link, by the HMAC of its token (migration 2026_11_29_0200). */
+export interface PasswordResetTable {
+  token_hash: string
+  user_id: string
   expires_at: Timestamp
   created_at: Timestamp
 }
@@ -233,6 +243,7 @@ export interface Database {
   media: MediaTable
   media_upload: MediaUploadTable
   email_verification: EmailVerificationTable
+  password_reset: PasswordResetTable
   shop: ShopTable
   product: ProductTable
   chapter: ChapterTable

@@ -39,7 +39,8 @@ function tokenHash (key: Buffer, token: string): string {
  * Issues a link's token for the user's current address: stores only its hash, with the address
  * and the expiry, in the caller's transaction; the user's expired links go at the same time.
  */
-export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string }, nowMs = Date.now()): Promise<string> {
+export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string },
+  nowMs = Date.now(), purpose: 'verify' | 'change' = 'verify'): Promise<string> {
   const token = randomBytes(TOKEN_BYTES).toString('base64url')
   const now = new Date(nowMs).toISOString()
   await db.deleteFrom('email_verification').where('user_id', '=', user.id).where('expires_at', '<=', now).execute()
@@ -47,6 +48,7 @@ export async function issueVerificationToken (db: Executor, settings: Verificati
     token_hash: tokenHash(settings.key, token),
     user_id: user.id,
     email: user.email,
+    purpose,
     expires_at: new Date(nowMs + settings.ttlSeconds * 1000).toISOString(),
     created_at: now
   }).execute()
@@ -57,11 +59,15 @@ const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('
   errors: [{ in: 'body', field: '/token', rule, message }]
 })
 const NOT_VALID = 'this verification link is not valid (it may be for an earlier e-mail address): sign in and ask for a new one'
+const TAKEN = 'this address cannot be used for your account: sign in and ask for the change again'
 
 /**
- * POST /email-verifications: the token must be one we issued, for the account's current address,
- * and unexpired; then the address is verified. Confirming again changes nothing (idempotent).
- * The token never appears in an error's text, since problem details are logged.
+ * POST /email-verifications: the token must be one we issued and unexpired. A link to the account's
+ * own address (`verify`) must be for the address it still has; then the address is verified. A link
+ * to a new address (`change`, POST /profiles/me/email-changes) makes that address the account's,
+ * verified, unless another account took it meanwhile; the account's reset links die with the old
+ * address. Confirming again changes nothing (idempotent). The token never appears in an error's
+ * text, since problem details are logged.
  */
 export async function confirmEmail (db: Db, settings: VerificationSettings, token: string, nowMs = Date.now()): Promise<void> {
   if (!TOKEN.test(token)) throw invalid('invalid', NOT_VALID)
@@ -69,19 +75,34 @@ export async function confirmEmail (db: Db, settings: VerificationSettings, toke
   await db.transaction().execute(async (trx) => {
     const link = await trx.selectFrom('email_verification')
       .innerJoin('user', 'user.id', 'email_verification.user_id')
-      .select(['user.id', 'user.email', 'user.email_verified_at', 'email_verification.email as sent_to', 'email_verification.expires_at'])
+      .select(['user.id', 'user.email', 'user.email_verified_at', 'email_verification.email as sent_to',
+        'email_verification.expires_at', 'email_verification.purpose'])
       .where('email_verification.token_hash', '=', hash)
       .executeTakeFirst()
-    if (!link || link.sent_to.toLowerCase() !== link.email.toLowerCase()) throw invalid('invalid', NOT_VALID)
+    const current = link !== undefined && link.sent_to.toLowerCase() === link.email.toLowerCase()
+    if (!link || (!current && link.purpose !== 'change')) throw invalid('invalid', NOT_VALID)
     // Checked after the address, so only a link that would still verify is told it expired.
     if (nowMs >= Date.parse(link.expires_at)) throw invalid('expired', 'this verification link has expired: sign in and ask for a new one')
-    if (link.email_verified_at !== null) return
-    await trx.updateTable('user').set({ email_verified_at: writeTimeIso() })
-      .where('id', '=', link.id).where('email', '=', link.email).where('email_verified_at', 'is', null).execute()
+    if (current) {
+      if (link.email_verified_at !== null) return
+      await trx.updateTable('user').set({ email_verified_at: writeTimeIso() })
+        .where('id', '=', link.id).where('email', '=', link.email).where('email_verified_at', 'is', null).execute()
+      return
+    }
+    const taken = await trx.selectFrom('user').select('id').where('email', '=', link.sent_to).executeTakeFirst()
+    if (taken) throw invalid('invalid', TAKEN)
+    const now = writeTimeIso()
+    await trx.updateTable('user').set({ email: link.sent_to, email_verified_at: now, updated_at: now }).where('id', '=', link.id).execute()
+    await trx.deleteFrom('password_reset').where('user_id', '=', link.id).execute()
+  }).catch((err: unknown) => {
+    // Another account took the address between the check and the write: the unique index decides.
+    const e = err as { code?: string }
+    if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') throw invalid('invalid', TAKEN)
+    throw err
   })
 }
 
-function ttlInWords (seconds: number): string {
+export function ttlInWords (seconds: number): string {
   if (seconds % 3600 === 0) return seconds === 3600 ? '1 hour' : `${seconds / 3600} hours`
   const minutes = Math.max(1, Math.round(seconds / 60))
   return minutes === 1 ? '1 minute' : `${minutes} minutes`

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
 import { Type } from '../../schemas/typebox.js'
 import { AppError } from '../../schemas/problems.js'
 import { confirmEmail } from '../domain/email-verification.js'
+import { escapeHtml, page } from './html-page.js'
 
 const FORM = 'application/x-www-form-urlencoded'
 const Token = Type.String({ minLength: 1, maxLength: 512 })
@@ -43,26 +43,6 @@ const verifyEmailPage: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     return page(reply, 200, 'Your e-mail address is confirmed', '<p>You can close this page.</p>')
   })
-}
-
-function page (reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
-  return reply.code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('content-security-policy', "default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-    .send(`<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${title} | Roja</title></head>
-<body>
-<h1>${title}</h1>
-${body}
-</body>
-</html>
-`)
-}
-
-function escapeHtml (text: string): string {
-  return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 }
 
 export default verifyEmailPage

@@ -32,6 +32,8 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/auth/token', {
     bodyLimit: publicBodyLimit(fastify.config),
     onRequest: fastify.clientRateLimit,
+    // the count the account routes that take the current password share with sign-in
+    preHandler: fastify.passwordAttempt(usernameOf),
     config: {
       contentTypes: ['application/json', FORM],
       rateLimit: fastify.passwordRateLimit(usernameOf)

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
+import account from './account.js'
 import alerts from './alerts.js'
 import auth from './auth.js'
 import classes from './classes.js'
@@ -24,6 +25,7 @@ const v1: FastifyPluginAsync = async (fastify) => {
   await fastify.register(users)
   await fastify.register(userEmail)
   await fastify.register(emailVerifications)
+  await fastify.register(account)
   // posts and their conversation
   await fastify.register(posts)
   await fastify.register(creatorPosts)
