@@ -1,0 +1,3 @@
+import t from 'tap'
+await new Promise(r => setTimeout(r, 1500))
+t.ok(true, 'slow ok')
