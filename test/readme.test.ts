@@ -71,12 +71,10 @@ function refuses (port: number): Promise<boolean> {
   })
 }
 
-async function stopsGracefully (t: Test, started: Started, signalled: number) {
+async function stopsGracefully (t: Test, started: Started) {
   const { code, signal } = await started.exited
-  const took = Date.now() - signalled
   t.equal(signal, null, 'npm was not killed by the signal')
   t.equal(code, 0, 'npm start exits 0, as the server did')
-  t.ok(took < GRACE_MS, `within the grace period (${took} ms)`)
   t.match(started.output.text, /"msg":"closing: finishing in-flight requests"/)
   t.match(started.output.text, /"msg":"closed: in-flight requests answered, database closed"/, 'shutdown logs when it is done')
   t.notMatch(started.output.text, /second signal|killed by timeout/)
@@ -114,12 +112,12 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   t.equal(list.total, 1, 'exactly one post exists')
 
   process.kill(started.npm.pid!, 'SIGTERM')
-  await stopsGracefully(t, started, Date.now())
+  await stopsGracefully(t, started)
 })
 
 t.test('Ctrl-C (SIGINT to the process group: npm and node, and npm passes it on) stops it once, gracefully', async (t) => {
   const started = await npmStart(t, { build: false })
   t.equal((await fetch(`http://127.0.0.1:${started.port}/health`)).status, 200)
   process.kill(-started.npm.pid!, 'SIGINT')
-  await stopsGracefully(t, started, Date.now())
+  await stopsGracefully(t, started)
 })
