@@ -169,7 +169,11 @@ function validatorFactory (config: Config) {
     const ids = Object.keys(externalSchemas).sort().join('\n')
     let set = byIds.get(ids)
     if (!set) {
-      set = { first: createAjv(config, { coerceTypes: false, allErrors: false }), strict: createAjv(config, { coerceTypes: false }), coercing: createAjv(config, { coerceTypes: 'array' }) }
+      set = {
+        first: createAjv(config, { coerceTypes: false, allErrors: false }),
+        strict: createAjv(config, { coerceTypes: false }),
+        coercing: createAjv(config, { coerceTypes: 'array' })
+      }
       for (const schema of Object.values(externalSchemas)) for (const ajv of Object.values(set)) ajv.addSchema(schema as object)
       byIds.set(ids, set)
     }

@@ -25,7 +25,7 @@ function canConnect (port: number): Promise<boolean> {
   })
 }
 
-/** Fastify closes the listener a moment after the close starts: poll until connections are refused (ms: a deadline for a busy machine). */
+/** Fastify closes the listener a moment after the close starts: poll until connections are refused (ms: a deadline, not a measure). */
 async function refusesWithin (port: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
@@ -74,7 +74,8 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
   t.equal(health.status, 200, 'serves before the signal')
   // A quiet server's one line must not wait for more traffic or for the exit (the deadline is for a
   // busy machine, not a measurement: no traffic follows and the server runs on).
-  await t.resolves(waitForOutput(output, /"url":"\/version"[^\n]*"request completed"/, START_DEADLINE_MS), 'a quiet server\'s request line reaches stdout with no more traffic')
+  await t.resolves(waitForOutput(output, /"url":"\/version"[^\n]*"request completed"/, START_DEADLINE_MS),
+    'a quiet server\'s request line reaches stdout with no more traffic')
   t.ok(existsSync(join(dataDir, 'roja.sqlite')), 'the SQLite file is under DATA_DIR')
 
   // An in-flight request: headers and half of the body now, the rest after the signal.

@@ -48,14 +48,14 @@ t.test('on close, SHUTDOWN_DRAIN_MS of /health 503 while the other routes are st
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   t.equal((await fetch(`${url}/health`)).status, 200, 'healthy before the close')
   const started = Date.now()
-  let done = false
-  const closed = app.close().then(() => { done = true })
+  const state = { done: false }
+  const closed = app.close().then(() => { state.done = true })
   // close() reaches its preClose hook after a few turns of the loop, which a loaded machine can
   // stretch past one health check: /health must turn 503 before the close is over.
   let health = await fetch(`${url}/health`)
-  while (health.status === 200 && !done) health = await fetch(`${url}/health`)
+  while (health.status === 200 && !state.done) health = await fetch(`${url}/health`)
   t.equal(health.status, 503, 'draining: the balancer is told to stop sending')
-  t.notOk(done, 'before the listener closed')
+  t.notOk(state.done, 'before the listener closed')
   t.same(await health.json(), { status: 'unavailable', checks: { database: 'ok' } })
   const version = await fetch(`${url}/version`)
   t.equal(version.status, 200, 'while requests still get answers')
