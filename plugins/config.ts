@@ -136,9 +136,9 @@ export type Config = ReturnType<typeof loadConfig>
 function crossChecks (env: Record<string, unknown>): string[] {
   const issues: string[] = []
   const production = env.ENVIRONMENT === 'production'
-  const secretBytes = Buffer.byteLength(String(env.JWT_SECRET ?? ''))
-  if (production && secretBytes === 0) issues.push('JWT_SECRET is required when ENVIRONMENT=production (at least 32 bytes)')
-  if (secretBytes > 0 && secretBytes < 32) issues.push('JWT_SECRET must be at least 32 bytes')
+  const secret = String(env.JWT_SECRET ?? '')
+  // its length is the schema's (minLength), reported once with the schema's other issues
+  if (production && secret === '') issues.push('JWT_SECRET is required when ENVIRONMENT=production (at least 32 characters)')
   if (production && !env.TLS_CERT_FILE && !env.TRUST_PROXY) issues.push('production needs TLS_CERT_FILE/TLS_KEY_FILE or TRUST_PROXY (HTTPS only)')
   if (env.ENVIRONMENT !== 'test' && Number(env.PASSWORD_HASH_COST ?? PRODUCTION_HASH_COST) < PRODUCTION_HASH_COST) {
     issues.push(`PASSWORD_HASH_COST below ${PRODUCTION_HASH_COST} is for ENVIRONMENT=test only (scrypt N=2^${PRODUCTION_HASH_COST} is the OWASP minimum)`)
@@ -227,7 +227,7 @@ function envValidator (): Ajv {
   return ajv
 }
 
-interface EnvIssue { keyword: string, instancePath: string, message?: string, params?: { format?: string } }
+interface EnvIssue { keyword: string, instancePath: string, message?: string, params?: { format?: string, limit?: number } }
 
 /** One line per bad variable; a choice names its allowed values, a format what it expects and the bad item. */
 function describeEnvError (err: Error & { errors?: EnvIssue[] }, env: Record<string, string | undefined>): string[] {
@@ -239,6 +239,8 @@ function describeEnvError (err: Error & { errors?: EnvIssue[] }, env: Record<str
     const format = e.keyword === 'format' ? FORMATS[e.params?.format ?? ''] : undefined
     if (choices) lines.set(name, `${name} must be one of ${choices.map(c => String(c.const)).join(', ')}`)
     else if (format) lines.set(name, `${name} must be ${format.want}: ${JSON.stringify(format.bad(env[name] ?? '') ?? env[name])} is not`)
+    else if (e.keyword === 'minLength') lines.set(name, `${name} must be at least ${e.params?.limit} characters`)
+    else if (e.keyword === 'maxLength') lines.set(name, `${name} must be at most ${e.params?.limit} characters`)
     else if (!lines.has(name)) lines.set(name, `${name} ${e.message ?? 'is invalid'}`)
   }
   return [...lines.values()]

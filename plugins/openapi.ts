@@ -69,7 +69,7 @@ export default fp<OpenApiOptions>(async (fastify, opts) => {
   fastify.decorate('openapi', (version: ApiVersion) => {
     let doc = cache.get(version)
     if (!doc) {
-      doc = describeDocument(splitByVersion(fastify.swagger() as Doc, version), facts)
+      doc = stable(describeDocument(splitByVersion(fastify.swagger() as Doc, version), facts), true) as Doc
       cache.set(version, doc)
     }
     return doc
@@ -93,6 +93,20 @@ export default fp<OpenApiOptions>(async (fastify, opts) => {
     staticCSP: false
   })
 }, { name: 'openapi', dependencies: ['config'] })
+
+/**
+ * Keys sorted at every level (the document's own top-level order kept): the order
+ * scripts/export-openapi.ts commits, so the types a client generates from the served document are
+ * the committed ones (client/*.d.ts), line for line.
+ */
+function stable (value: unknown, top = false): unknown {
+  if (Array.isArray(value)) return value.map(v => stable(v))
+  if (value === null || typeof value !== 'object') return value
+  const order = top ? ['openapi', 'info', 'servers', 'tags', 'paths', 'components'] : []
+  const keys = Object.keys(value).sort((a, b) => rank(order, a) - rank(order, b) || (a < b ? -1 : a > b ? 1 : 0))
+  return Object.fromEntries(keys.map(k => [k, stable((value as Record<string, unknown>)[k])]))
+}
+const rank = (order: string[], key: string) => (order.includes(key) ? order.indexOf(key) : order.length)
 
 export function splitByVersion (full: Doc, version: ApiVersion): Doc {
   const doc: Doc = structuredClone(full)

@@ -161,7 +161,8 @@ export default fp(async (fastify) => {
     contentSecurityPolicy: false,
     hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
   })
-  // Helmet run on each request, the plain way: its headers worked out once answered no faster (bench/README.md).
+  // Helmet run on each request, the plain way: its headers worked out once answered `/version` only 1.06× as fast,
+  // under the 10 % a speed device must earn.
   fastify.addHook('onRequest', (request, reply, done) => secure(request.raw, reply.raw, done as (err?: unknown) => void))
 
   const wildcard = config.corsOrigins.includes('*')

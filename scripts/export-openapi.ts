@@ -9,20 +9,11 @@ import { serverOptions } from '../src/options.js'
 
 /**
  * Writes openapi/<version>.json from the live route schemas (the app as `local` builds it, on an
- * in-memory SQLite). `--check` writes nothing and fails when a committed file is stale.
+ * in-memory SQLite), exactly as /openapi/<version>.json serves them. `--check` writes nothing and fails
+ * when a committed file is stale.
  */
 const check = process.argv.includes('--check')
 const root = join(dirname(new URL(import.meta.url).pathname), '..')
-
-/** Keys sorted at every level (the document's own top-level order kept), so output is stable. */
-function stable (value: unknown, top = false): unknown {
-  if (Array.isArray(value)) return value.map(v => stable(v))
-  if (value === null || typeof value !== 'object') return value
-  const order = top ? ['openapi', 'info', 'servers', 'tags', 'paths', 'components'] : []
-  const keys = Object.keys(value).sort((a, b) => rank(order, a) - rank(order, b) || (a < b ? -1 : a > b ? 1 : 0))
-  return Object.fromEntries(keys.map(k => [k, stable((value as Record<string, unknown>)[k])]))
-}
-const rank = (order: string[], key: string) => (order.includes(key) ? order.indexOf(key) : order.length)
 
 const config = loadConfig({
   ENVIRONMENT: 'local',
@@ -38,7 +29,8 @@ let stale = 0
 try {
   for (const version of API_VERSIONS) {
     const file = join(root, 'openapi', `${version}.json`)
-    const text = JSON.stringify(stable(server.openapi(version), true), null, 2) + '\n'
+    // served in the committed order already (plugins/openapi.ts, stable)
+    const text = JSON.stringify(server.openapi(version), null, 2) + '\n'
     if (check) {
       let current = ''
       try { current = readFileSync(file, 'utf8') } catch {}

@@ -7,6 +7,9 @@
 # After each run, every log its apps wrote is searched for every secret they issued
 # (test/log-capture.ts records, scripts/scan-test-logs.ts searches); the logs of a run whose scan
 # fails are kept for reading. TEST_JOBS: test files at a time in each run (2).
+# It prints a line per test file as it ends and each run's summary; at the end, every failed
+# assertion again with its file, and last `N passed, M failed` (assertions, the type-check as one).
+# .ci/run reads this output: its `# { total: …` summaries, `== tests on …` and `== time: ` lines.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -110,22 +113,40 @@ else
   { npm run --silent typecheck > "$checked" 2>&1; code=$?; echo "== time: type-check: $((SECONDS - from)) s" >> "$checked"; exit $code; } & typecheck=$!
 fi
 
-# One tap run and the scan of its logs, all its output to $log. Dialect `none`: the database-blind files.
+# What a person reads while the runs go on: one line per test file finished (its run, how many of
+# the run's files are done, ok or FAIL, its time) and each run's tap summary. tap prints a file's
+# top-level `ok`/`not ok` line as that file ends; the whole TAP goes to the run's own file.
+progress () {
+  local key=$1 count=$2 full=$3
+  tee -a "$full" | awk -v key="$key" -v n="$count" '
+    /^(not )?ok [0-9]+ - / {
+      done++; ok = $1 == "ok"; file = $0; took = ""
+      sub(/^(not )?ok [0-9]+ - (\.tap\/js\/)?/, "", file)
+      if (match(file, / # time=[0-9.]+ms/)) { took = sprintf("  %.1f s", substr(file, RSTART + 8, RLENGTH - 10) / 1000); file = substr(file, 1, RSTART - 1) }
+      sub(/\.js$/, ".ts", file)
+      printf "%-8s %4s  %-4s  %s%s\n", key, done "/" n, ok ? "ok" : "FAIL", file, took; fflush(); next
+    }
+    /^# \{ total: [0-9]+/ { print; fflush() }'
+}
+
+# One tap run and the scan of its logs; its whole output to $full. Dialect `none`: the database-blind files.
 run () {
-  local key=$1 label=$2 dialect=$3 log=$4; shift 4
+  local key=$1 label=$2 dialect=$3 full=$4; shift 4
   local dir status=0 from=$SECONDS
   dir=$(mktemp -d "${TMPDIR:-/tmp}/roja-test-logs-$key-XXXXXX")
-  {
-    echo "== tests $label ($# files)"
-    ROJA_TEST_LOG_DIR=$dir ROJA_TEST_DIALECT=$dialect "$tap" --jobs="$jobs" $(compiled "$@") || status=1
-    local ran=$((SECONDS - from))
-    echo "== secrets in the logs of the tests $label ($dir)"
-    if ROJA_TEST_LOG_DIR=$dir ROJA_TEST_WHOLE_RUN=$whole "$tap" "$(compiled scripts/scan-test-logs.ts)"; then rm -rf "$dir"; else status=1; echo "logs kept in $dir"; fi
-    # CPU of the run's own processes (not of the database server), as the shell's children count it
-    times > "$dir.times"  # in this shell: a $(...) would count the children of its own
-    local cpu; cpu=$(tail -1 "$dir.times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'); rm -f "$dir.times"
-    echo "== time: tests $key, $# files, $jobs at a time: $ran s, then the scan of their logs: $((SECONDS - from - ran)) s; CPU $cpu s"
-  } > "$log" 2>&1
+  echo "== tests $label ($# files)" | tee -a "$full"
+  ROJA_TEST_LOG_DIR=$dir ROJA_TEST_DIALECT=$dialect "$tap" --jobs="$jobs" $(compiled "$@") 2>&1 | progress "$key" $# "$full" || status=1
+  local ran=$((SECONDS - from))
+  echo "== secrets in the logs of the tests $label ($dir)" | tee -a "$full"
+  if ROJA_TEST_LOG_DIR=$dir ROJA_TEST_WHOLE_RUN=$whole "$tap" "$(compiled scripts/scan-test-logs.ts)" 2>&1 | progress "$key" 1 "$full"; then
+    rm -rf "$dir"
+  else
+    status=1; echo "$key: logs kept in $dir"
+  fi
+  # CPU of the run's own processes (not of the database server), as the shell's children count it
+  times > "$dir.times"  # in this shell: a $(...) would count the children of its own
+  local cpu; cpu=$(tail -1 "$dir.times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'); rm -f "$dir.times"
+  echo "== time: tests $key, $# files, $jobs at a time: $ran s, then the scan of their logs: $((SECONDS - from - ran)) s; CPU $cpu s"
   return $status
 }
 
@@ -133,31 +154,91 @@ run () {
 # npm start builds it (prestart: only what changed), so those tests find it done and never build at
 # the same time. The database runs start meanwhile.
 built_then_once () {
-  local log=$1 from=$SECONDS; shift
-  if ! npm run --silent prestart > "$log" 2>&1; then echo "the build (npm run prestart) failed" >> "$log"; return 1; fi
+  local full=$1 from=$SECONDS; shift
+  if ! npm run --silent prestart >> "$full" 2>&1; then
+    echo "the build (npm run prestart) failed" | tee -a "$full"; tail -20 "$full"; return 1
+  fi
   local took=$((SECONDS - from))
-  run once "once, on no particular database" none "$log" "$@"; local status=$?
-  echo "== time: build before them: $took s" >> "$log"
+  run once "once, on no particular database" none "$full" "$@"; local status=$?
+  echo "== time: build before them: $took s"
   return $status
 }
 
-# The runs side by side, each printed whole once it is done.
-pids=() logs=()
+# Each failed assertion of a run's TAP with its file, the subtests around it and the start of its
+# diagnostics; a file that failed with no failed assertion (a crash, a timeout) by its own line.
+failures () {
+  awk -v run="$1" '
+    { match($0, /^ */); indent = RLENGTH; depth = indent / 4; body = substr($0, indent + 1) }
+    expect { expect = 0; if (body == "---") { diag = 1; base = indent; key = file_at = line_at = where = ""; next } }
+    diag > 0 && body == "..." { if (where != "") print "      at " where; diag = 0; where = ""; next }
+    diag > 0 {
+      if (indent == base && body ~ /^[A-Za-z]+:/) { key = body; sub(/:.*/, "", key) }
+      if (key == "at") {
+        if (file_at == "" && body ~ /^fileName: /) file_at = substr(body, 11)
+        if (line_at == "" && body ~ /^lineNumber: /) line_at = substr(body, 13)
+        if (file_at != "" && line_at != "" && where == "") where = file_at ":" line_at
+        next
+      }
+      if (key == "stack" || key == "source" || key == "generated") next
+      if (++diag <= 20) print "      " substr($0, base + 1); else if (diag == 21) print "      …"
+      next
+    }
+    body ~ /^# Subtest: / { name[depth] = substr(body, 12); if (depth == 0) { file = name[0]; shown = 0 }; next }
+    body ~ /^not ok [0-9]+ - / {
+      what = body; sub(/^not ok [0-9]+ - /, "", what)
+      if (depth == 0) { if (!shown) { f = what; sub(/ # time=.*/, "", f); print "  " clean(f) " (" run "): failed" } ; next }
+      if (what ~ / # time=[0-9.]+ms$/) next  # a subtest that failed because an assertion in it did: shown there
+      if (!shown) { print "  " clean(file) " (" run ")"; shown = 1 }
+      path = ""; for (d = 1; d < depth; d++) path = path name[d] " › "
+      print "    " path what; expect = 1
+    }
+    function clean (f) { sub(/^\.tap\/js\//, "", f); sub(/\.js$/, ".ts", f); return f }' "$2"
+}
+
+# The runs side by side, their progress interleaved; each run's whole TAP in $out/<run>.tap.
+out=$(mktemp -d "${TMPDIR:-/tmp}/roja-test-XXXXXX")
+pids=() keys=()
 if [ ${#once[@]} -gt 0 ]; then
-  logs+=("$(mktemp)"); built_then_once "${logs[-1]}" "${once[@]}" & pids+=($!)
+  keys+=(once); built_then_once "$out/once.tap" "${once[@]}" & pids+=($!)
 fi
 if [ ${#each[@]} -gt 0 ]; then
   for d in "${dialects[@]}"; do
     label="on SQLite"; [ "$d" = postgres ] && label="on PostgreSQL (${given:-$TEST_DATABASE_URL}${scratch:+, in a database of its own: $scratch})"
-    logs+=("$(mktemp)"); run "$d" "$label" "$d" "${logs[-1]}" "${each[@]}" & pids+=($!)
+    keys+=("$d"); run "$d" "$label" "$d" "$out/$d.tap" "${each[@]}" & pids+=($!)
   done
 fi
 status=0
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || status=1
-  cat "${logs[$i]}"; rm -f "${logs[$i]}"
-done
+for i in "${!pids[@]}"; do wait "${pids[$i]}" || status=1; done
 echo "== type-check (tsc --noEmit)"
-[ "$typecheck" = 0 ] || wait $typecheck || status=1
+typed=0
+if [ "$typecheck" != 0 ]; then
+  if wait $typecheck; then typed=1; else typed=-1; status=1; fi
+fi
 cat "$checked"; rm -f "$checked"
+
+# The verdict: what failed again, with its files, then the counts of every run's summaries (and
+# the type-check as one), last.
+passed=0 failed=0 files_ok=0 files_failed=0
+for key in "${keys[@]}"; do
+  log=$out/$key.tap
+  read -r p f < <(grep -E '^# \{ total: [0-9]+' "$log" | awk '{ for (i = 1; i <= NF; i++) { if ($i == "pass:") p += $(i + 1); if ($i == "fail:") f += $(i + 1) } } END { print p + 0, f + 0 }')
+  passed=$((passed + p)) failed=$((failed + f))
+  files_ok=$((files_ok + $(grep -cE '^ok [0-9]+ - ' "$log"))) files_failed=$((files_failed + $(grep -cE '^not ok [0-9]+ - ' "$log")))
+done
+[ $typed = 1 ] && passed=$((passed + 1))
+[ $typed = -1 ] && failed=$((failed + 1))
+if [ $status -ne 0 ]; then
+  echo "== what failed in the tests (each run's whole output: $out)"
+  for key in "${keys[@]}"; do
+    failures "$key" "$out/$key.tap"
+    runs=$(grep -cE '^== (tests|secrets) ' "$out/$key.tap") sums=$(grep -cE '^# \{ total: [0-9]+' "$out/$key.tap")
+    if [ "$sums" -lt "$runs" ]; then echo "  $key: a tap run printed no summary; its last lines:"; tail -30 "$out/$key.tap" | sed 's/^/    /'; fi
+  done
+  [ $typed = -1 ] && echo "  the type-check (above)"
+  [ "$failed" -eq 0 ] && failed=1
+else
+  rm -rf "$out"
+fi
+echo "== test files: $files_ok passed, $files_failed failed"
+echo "$passed passed, $failed failed"
 exit $status

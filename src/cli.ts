@@ -85,6 +85,7 @@ export async function main (argv: string[]): Promise<number> {
   const command = commands[argv.slice(0, 2).join(' ')]
   const args = argv.slice(2)
   if (!command || args.length !== command.args.length || args.some(a => a.trim() === '')) {
+    if (!command && argv.length > 0) console.error(`unknown command: ${argv.slice(0, 2).join(' ')}\n`)
     console.error(command ? `usage: npm run cli -- ${command.usage}` : help([]))
     return 2
   }

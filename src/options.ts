@@ -163,17 +163,22 @@ export function isMediaUrl (value: string, hosts: ReadonlySet<string>, schemes: 
  * and are coerced to the schema's types.
  */
 function validatorFactory (config: Config) {
-  // Fastify asks once per encapsulated context; ours all share the root's schemas, so one pair of Ajv serves all.
+  // Fastify asks once per encapsulated context; ours all share the root's schemas, so one set of three Ajv
+  // serves all: bodies' first issue, bodies' every issue, and the coercing one for path, query and headers.
   const byIds = new Map<string, { first: Ajv, strict: Ajv, coercing: Ajv }>()
   return (externalSchemas: Record<string, unknown> = {}) => {
     const ids = Object.keys(externalSchemas).sort().join('\n')
-    let pair = byIds.get(ids)
-    if (!pair) {
-      pair = { first: createAjv(config, { coerceTypes: false, allErrors: false }), strict: createAjv(config, { coerceTypes: false }), coercing: createAjv(config, { coerceTypes: 'array' }) }
-      for (const schema of Object.values(externalSchemas)) for (const ajv of Object.values(pair)) ajv.addSchema(schema as object)
-      byIds.set(ids, pair)
+    let set = byIds.get(ids)
+    if (!set) {
+      set = {
+        first: createAjv(config, { coerceTypes: false, allErrors: false }),
+        strict: createAjv(config, { coerceTypes: false }),
+        coercing: createAjv(config, { coerceTypes: 'array' })
+      }
+      for (const schema of Object.values(externalSchemas)) for (const ajv of Object.values(set)) ajv.addSchema(schema as object)
+      byIds.set(ids, set)
     }
-    const { first, strict, coercing } = pair
+    const { first, strict, coercing } = set
     const compile = ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
       httpPart === 'body' ? firstIssueFirst(first.compile(schema), () => strict.compile(schema)) : coercing.compile(schema)
     return config.SCHEMA_COMPILE === 'lazy' ? lazy(compile) : compile

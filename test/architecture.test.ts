@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { lexer, type Tokens } from 'marked'
 import t from 'tap'
 import { ROOT } from '../src/package-info.js'
 
-// The layering, checked over the import graph (README, Architecture): schemas/ imports nothing of
-// ours; plugins/ only schemas/ and itself; src/domain only schemas/, src/db/ and itself; nothing
-// imports scripts/, bench/ or test/.
+// The layering, read from docs/development.md's "Allowed imports" table and checked over the
+// import graph: the doc states the rules and this test enforces each row, so neither can drift.
 const root = `${ROOT}/`
 
 function files (dir: string): string[] {
@@ -29,53 +29,78 @@ function target (file: string, spec: string): string {
   return relative(root, join(root, file, '..', spec))
 }
 
-t.test('src/domain imports no web framework: only schemas/, src/db/, itself and plain libraries', async (t) => {
-  const domain = files('src/domain')
-  t.ok(domain.length > 10, `${domain.length} domain modules`)
-  for (const file of domain) {
-    for (const spec of importsOf(file)) {
-      const to = target(file, spec)
-      const bad = to === 'fastify' || to.startsWith('@fastify/') || to.startsWith('fastify-') ||
-        to.startsWith('plugins/') || to.startsWith('src/routes/') || to === 'src/app.js' || to === 'src/server.js'
-      t.notOk(bad, `${file} imports ${spec}`)
-    }
-  }
-})
+/** One row of the table: files under `module` may import ours only under `ours`, and no package of `never`. */
+interface Rule { module: string, ours: string[], never: string[] }
 
-t.test('schemas/ imports nothing from src/ or plugins/', async (t) => {
-  for (const file of files('schemas')) {
-    for (const spec of importsOf(file)) {
-      const to = target(file, spec)
-      t.notOk(to.startsWith('src/') || to.startsWith('plugins/'), `${file} imports ${spec}`)
-    }
-  }
-})
-
-/** What a plugin's text imports from src/: the app hands plugins its parts through their options. */
-function fromSrc (file: string, text: string): string[] {
-  return importsIn(text).filter(spec => target(file, spec).startsWith('src/'))
+/** The rows of the first table under a heading or paragraph that starts "Allowed imports". */
+function rulesIn (markdown: string): Rule[] {
+  const tokens = lexer(markdown, { gfm: true })
+  const at = tokens.findIndex(tk => tk.type === 'paragraph' && tk.raw.startsWith('Allowed imports'))
+  const table = tokens.slice(at + 1).find(tk => tk.type === 'table') as Tokens.Table | undefined
+  if (at < 0 || table === undefined) return []
+  const codes = (cell: Tokens.TableCell) => [...cell.text.matchAll(/`([^`]+)`/g)].map(m => m[1])
+  return table.rows.map(row => ({ module: codes(row[0])[0], ours: codes(row[1]), never: codes(row[2]) }))
 }
 
-t.test('plugins/ imports nothing from src/, type imports included', async (t) => {
-  const plugins = files('plugins')
-  t.ok(plugins.length > 10, `${plugins.length} plugins`)
-  for (const file of plugins) t.same(fromSrc(file, readFileSync(join(root, file), 'utf8')), [], file)
-  const planted = "import fp from 'fastify-plugin'\nimport type {\n  Db\n} from '../src/db/dialect.js'\n" +
-    "export type { Account } from '../src/domain/users.js'\ntype V = typeof import('../src/meta.js')\nimport { queryChannel } from './db.js'"
-  t.same(fromSrc('plugins/x.ts', planted), ['../src/db/dialect.js', '../src/domain/users.js', '../src/meta.js'],
-    'the check sees a multi-line type import, a type re-export and a `typeof import(…)`')
+const within = (path: string, module: string) => module.endsWith('/') ? path.startsWith(module) : path === module
+const packageMatches = (name: string, pattern: string) => pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern
+
+/** What `file`'s imports break of the rules: `file imports spec`, one a line. */
+function breaches (rules: Rule[], file: string, text: string): string[] {
+  const rule = rules.filter(r => within(file, r.module)).sort((a, b) => b.module.length - a.module.length)[0]
+  if (rule === undefined) return []
+  return importsIn(text).filter(spec => {
+    const to = target(file, spec)
+    if (spec.startsWith('.')) return !rule.ours.some(m => within(to.replace(/\.js$/, '.ts'), m))
+    return rule.never.some(p => packageMatches(to, p))
+  }).map(spec => `${file} imports ${spec}`)
+}
+
+const RULES = rulesIn(readFileSync(join(root, 'docs/development.md'), 'utf8'))
+
+t.test('docs/development.md\'s table of allowed imports holds over every runtime module', async (t) => {
+  t.same(RULES.map(r => r.module), ['schemas/', 'src/db/', 'src/domain/', 'plugins/', 'src/routes/', 'src/'],
+    'the rows the doc states')
+  for (const rule of RULES) t.ok(rule.ours.includes(rule.module), `${rule.module} may import itself`)
+  const runtime = ['schemas', 'plugins', 'src'].flatMap(files)
+  t.ok(runtime.length > 100, `${runtime.length} modules`)
+  t.same(runtime.flatMap(file => breaches(RULES, file, readFileSync(join(root, file), 'utf8'))), [])
 })
 
-t.test('the runtime (src/, plugins/, schemas/) imports no tooling: scripts/, bench/, test/', async (t) => {
-  for (const file of [...files('src'), ...files('plugins'), ...files('schemas')]) {
-    for (const spec of importsOf(file)) {
-      const to = target(file, spec)
-      t.notOk(/^(scripts|bench|test)\//.test(to), `${file} imports ${spec}`)
-    }
-  }
+t.test('the table\'s rules catch a planted violation of each kind', async (t) => {
+  const planted = [
+    "import fp from 'fastify-plugin'",
+    "import type {\n  Reply\n} from 'fastify'",
+    "import { auth } from '../../plugins/auth.js'",
+    "import { AppError } from '../../schemas/problems.js'",
+    "import { sql } from '../db/kysely.js'",
+    "const r = await import('../routes/replies.js')"
+  ].join('\n')
+  t.same(breaches(RULES, 'src/domain/x.ts', planted), [
+    'src/domain/x.ts imports fastify-plugin',
+    'src/domain/x.ts imports fastify',
+    'src/domain/x.ts imports ../../plugins/auth.js',
+    'src/domain/x.ts imports ../routes/replies.js'
+  ], 'a domain module that imports the framework, a plugin and a route')
+  const domainInPlugin = "import { listPosts } from '../src/domain/posts.js'"
+  t.same(breaches(RULES, 'plugins/x.ts', domainInPlugin), ['plugins/x.ts imports ../src/domain/posts.js'])
+  t.same(breaches(RULES, 'src/db/x.ts', "export * from '../../test/helper.js'"), ['src/db/x.ts imports ../../test/helper.js'])
+  t.same(breaches(RULES, 'src/routes/x.ts', "import { build } from '../app.js'"), ['src/routes/x.ts imports ../app.js'],
+    'the longest module holding a file rules it')
+  const looser = rulesIn('Allowed imports:\n\n| Module | Ours | Never |\n|---|---|---|\n| `plugins/` | `plugins/`, `src/domain/` | — |\n')
+  t.same(breaches(looser, 'plugins/x.ts', domainInPlugin), [], 'the rules are the table\'s: change a row, the check follows')
 })
 
-t.test('the checker itself sees a forbidden import', async (t) => {
+t.test('the checker reads every form of import', async (t) => {
+  const planted = [
+    "import fp from 'fastify-plugin'",
+    "import type {\n  Db\n} from '../src/db/dialect.js'",
+    "export type { Account } from '../src/domain/users.js'",
+    "type V = typeof import('../src/meta.js')",
+    "import { queryChannel } from './db.js'"
+  ].join('\n')
+  t.same(importsIn(planted), ['fastify-plugin', '../src/db/dialect.js', '../src/domain/users.js', '../src/meta.js', './db.js'],
+    'a multi-line type import, a type re-export and a `typeof import(…)`')
   t.equal(target('src/domain/posts.ts', '../../plugins/auth.js'), 'plugins/auth.js')
   t.equal(target('src/domain/posts.ts', '@fastify/jwt/x'), '@fastify/jwt')
   t.same(importsOf('src/domain/errors.ts'), ['../../schemas/problems.js'])

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -71,12 +71,10 @@ function refuses (port: number): Promise<boolean> {
   })
 }
 
-async function stopsGracefully (t: Test, started: Started, signalled: number) {
+async function stopsGracefully (t: Test, started: Started) {
   const { code, signal } = await started.exited
-  const took = Date.now() - signalled
   t.equal(signal, null, 'npm was not killed by the signal')
   t.equal(code, 0, 'npm start exits 0, as the server did')
-  t.ok(took < GRACE_MS, `within the grace period (${took} ms)`)
   t.match(started.output.text, /"msg":"closing: finishing in-flight requests"/)
   t.match(started.output.text, /"msg":"closed: in-flight requests answered, database closed"/, 'shutdown logs when it is done')
   t.notMatch(started.output.text, /second signal|killed by timeout/)
@@ -99,6 +97,12 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   const script = blocks.join('\n').replaceAll('http://127.0.0.1:3000', base)
   t.equal(script.includes(':3000'), false, 'every command talks to the started server')
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: started.dataDir }
+  // mails of someone else's sign-up already in the folder: the walkthrough must take ada's own link
+  mkdirSync(join(started.dataDir, 'mail'), { recursive: true })
+  for (const id of ['0-older', 'z-other']) {
+    writeFileSync(join(started.dataDir, 'mail', `${id}.eml`),
+      `To: bob@example.com\r\nSubject: Confirm\r\n\r\nhttp://127.0.0.1:1/verify-email?token=${id}\r\n`)
+  }
   // the token the walkthrough keeps in TOKEN, on stderr, for the suite-wide log scan
   const recorded = `${script}\nprintf '{"access_token":"%s"}\\n' "$TOKEN" >&2\n`
   const { stdout, stderr } = await run('bash', ['-euo', 'pipefail', '-c', recorded], { cwd: ROOT, env, maxBuffer: 1 << 24 })
@@ -114,12 +118,12 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   t.equal(list.total, 1, 'exactly one post exists')
 
   process.kill(started.npm.pid!, 'SIGTERM')
-  await stopsGracefully(t, started, Date.now())
+  await stopsGracefully(t, started)
 })
 
 t.test('Ctrl-C (SIGINT to the process group: npm and node, and npm passes it on) stops it once, gracefully', async (t) => {
   const started = await npmStart(t, { build: false })
   t.equal((await fetch(`http://127.0.0.1:${started.port}/health`)).status, 200)
   process.kill(-started.npm.pid!, 'SIGINT')
-  await stopsGracefully(t, started, Date.now())
+  await stopsGracefully(t, started)
 })

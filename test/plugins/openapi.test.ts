@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
+import { ROOT } from '../../src/package-info.js'
 import { build, json } from '../helper.js'
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']
@@ -23,6 +26,25 @@ for (const environment of ['local', 'staging']) {
     t.equal(unknown.statusCode, 422, 'an unknown version fails validation')
   })
 }
+
+/** Every key of a JSON value with its place, in document order: what a generator walks. */
+function keyOrder (value: unknown, at = ''): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => keyOrder(v, `${at}/${i}`))
+  if (value === null || typeof value !== 'object') return []
+  return Object.entries(value).flatMap(([k, v]) => [`${at}/${k}`, ...keyOrder(v, `${at}/${k}`)])
+}
+
+t.test('the served documents are the committed ones in the same order, so generated types match client/*.d.ts', async (t) => {
+  const app = await build(t, { env: { ENVIRONMENT: 'local' } })
+  for (const version of ['v1', 'v2']) {
+    const served = json(await app.inject({ method: 'GET', url: `/openapi/${version}.json` }))
+    const committed = JSON.parse(readFileSync(join(ROOT, 'openapi', `${version}.json`), 'utf8'))
+    const [a, b] = [keyOrder(served), keyOrder(committed)]
+    t.ok(a.length > 500, `${version}: ${a.length} keys`)
+    t.same(a, b, `${version}: every key in the committed order`)
+  }
+  t.same(keyOrder({ b: 1, a: [{ d: 1, c: 2 }] }), ['/b', '/a', '/a/0/d', '/a/0/c'], 'the order is read as written')
+})
 
 t.test('/docs and /openapi are 404 in production and test', async (t) => {
   const production = await build(t, { env: { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' } })
