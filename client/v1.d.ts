@@ -116,12 +116,24 @@ export interface paths {
          * @description Anyone for a published course; with a token, its creator for a draft too. One chapter. Changes nothing.
          */
         get: operations["getChapter"];
-        put?: never;
+        /**
+         * Replace a chapter's title, or move it (course owner)
+         * @description The course's owner only, while still a creator (others 403; 404 where the course is hidden from the caller): replaces the title and, with a position, moves the chapter there (the chapters between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.
+         */
+        put: operations["updateChapter"];
         post?: never;
-        delete?: never;
+        /**
+         * Remove a chapter and its lessons (course owner)
+         * @description The course's owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its lessons in the same change; the later chapters move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
+         */
+        delete: operations["deleteChapter"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename or move a chapter (course owner), a JSON Merge Patch
+         * @description The course's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a title present replaces the title, a position moves the chapter (the chapters between shift by one), an absent member is kept; null is 422 on both. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchChapter"];
         trace?: never;
     };
     "/v1/classes": {
@@ -160,12 +172,24 @@ export interface paths {
          * @description Any signed-in active user: one class; a class of a draft or scheduled course only to the course's creator (anyone else 404, as for a missing class). Changes nothing.
          */
         get: operations["getClass"];
-        put?: never;
+        /**
+         * Replace a class's writable fields (owner)
+         * @description The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its name, course and start date (absent: none). The course must be one of the caller's own, as on create. A stale If-Match is 412 and changes nothing.
+         */
+        put: operations["updateClass"];
         post?: never;
-        delete?: never;
+        /**
+         * Close a class and remove its students (owner)
+         * @description The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students in the same change. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
+         */
+        delete: operations["deleteClass"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of a class (owner), a JSON Merge Patch
+         * @description The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start date: a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is kept. The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchClass"];
         trace?: never;
     };
     "/v1/classes/{classId}/students": {
@@ -204,12 +228,24 @@ export interface paths {
          * @description The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.
          */
         get: operations["getStudent"];
-        put?: never;
+        /**
+         * Replace a student's writable fields (class owner)
+         * @description The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the student's writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.
+         */
+        put: operations["updateStudent"];
         post?: never;
-        delete?: never;
+        /**
+         * Remove a student from a class (class owner)
+         * @description The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
+         */
+        delete: operations["deleteStudent"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of a student (class owner), a JSON Merge Patch
+         * @description The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student's fields: a member present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. The merged student must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchStudent"];
         trace?: never;
     };
     "/v1/courses/{courseId}": {
@@ -352,12 +388,24 @@ export interface paths {
          * @description Anyone for a published course; with a token, its creator for a draft too. One lesson. Changes nothing.
          */
         get: operations["getLesson"];
-        put?: never;
+        /**
+         * Replace a lesson's title and body, or move it (course owner)
+         * @description The course's owner only, while still a creator (others 403; 404 where the course is hidden from the caller): replaces the title and body (absent body: none) and, with a position, moves the lesson within its chapter (the lessons between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.
+         */
+        put: operations["updateLesson"];
         post?: never;
-        delete?: never;
+        /**
+         * Remove a lesson (course owner)
+         * @description The course's owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later lessons of its chapter move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
+         */
+        delete: operations["deleteLesson"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change or move a lesson (course owner), a JSON Merge Patch
+         * @description The course's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a member present replaces the field, a position moves the lesson within its chapter, null clears the body (on the title or position it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchLesson"];
         trace?: never;
     };
     "/v1/media": {
@@ -394,7 +442,11 @@ export interface paths {
         get: operations["getMedia"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an uploaded file, free its quota, clear your references to it (uploader)
+         * @description The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; the caller's own avatar_url and posts' media_url that name its URL are cleared in the same change. Anyone else's copy of the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.
+         */
+        delete: operations["deleteMedia"];
         options?: never;
         head?: never;
         patch?: never;
@@ -588,12 +640,24 @@ export interface paths {
          * @description Anyone for a published post; with a token, the creator of a draft too. One review. Changes nothing.
          */
         get: operations["getReview"];
-        put?: never;
+        /**
+         * Replace the rating and text of a review (author)
+         * @description The review's author only (others 403; 404 where the post is hidden from the caller): replaces its rating and text (an absent text becomes null). Still one review per user and post. A stale If-Match is 412 and changes nothing.
+         */
+        put: operations["updateReview"];
         post?: never;
-        delete?: never;
+        /**
+         * Withdraw a review (author)
+         * @description The review's author only (others 403): withdraws the review, and the alert it raised for the post's creator with it. The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.
+         */
+        delete: operations["deleteReview"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a review (author), a JSON Merge Patch
+         * @description The review's author only (others 403): merges a JSON Merge Patch (RFC 7396): a member present replaces the field, null clears the text (on the rating it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.
+         */
+        patch: operations["patchReview"];
         trace?: never;
     };
     "/v1/profiles": {
@@ -1033,7 +1097,7 @@ export interface components {
         };
         /** ChapterCreate */
         ChapterCreate: {
-            /** @description 1-based place in the order; later items shift down. Absent or past the end: appended */
+            /** @description 1-based place in the order; the others shift to make room and close the gap, so places stay 1..n. Past the end: the last place. Absent: the end on create, the current place on PUT */
             position?: number;
             title: string;
         };
@@ -1042,6 +1106,16 @@ export interface components {
             chapters: components["schemas"]["Chapter"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * ChapterPatch
+         * @description JSON Merge Patch of ChapterCreate: a member present replaces the field (a position moves the chapter), an absent one is kept
+         */
+        ChapterPatch: {
+            /** @description the new place (the others shift); absent keeps the place; null is 422 (every item has a place) */
+            position?: number | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            title?: string;
         };
         /** Class */
         Class: {
@@ -1096,6 +1170,25 @@ export interface components {
             classes: components["schemas"]["Class"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * ClassPatch
+         * @description JSON Merge Patch of ClassCreate: a member present replaces the field, null clears course_id or starts_date, an absent one is kept
+         */
+        ClassPatch: {
+            /**
+             * Format: uuid
+             * @description a COURSE post of the caller
+             */
+            course_id?: string | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            name?: string;
+            /**
+             * Format: date
+             * @description calendar date, YYYY-MM-DD, from 0001-01-01 to 9999-12-31
+             * @example 2026-12-01
+             */
+            starts_date?: string | null;
         };
         /** Comment */
         Comment: {
@@ -1249,7 +1342,7 @@ export interface components {
         /** LessonCreate */
         LessonCreate: {
             body?: string | null;
-            /** @description 1-based place in the order; later items shift down. Absent or past the end: appended */
+            /** @description 1-based place in the order; the others shift to make room and close the gap, so places stay 1..n. Past the end: the last place. Absent: the end on create, the current place on PUT */
             position?: number;
             title: string;
         };
@@ -1258,6 +1351,17 @@ export interface components {
             lessons: components["schemas"]["Lesson"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * LessonPatch
+         * @description JSON Merge Patch of LessonCreate: a member present replaces the field (a position moves the lesson), null clears the body, an absent one is kept
+         */
+        LessonPatch: {
+            body?: string | null;
+            /** @description the new place (the others shift); absent keeps the place; null is 422 (every item has a place) */
+            position?: number | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            title?: string;
         };
         /** Media */
         Media: {
@@ -1743,6 +1847,19 @@ export interface components {
             /** @description number of items the filters match */
             total: number;
         };
+        /**
+         * ReviewPatch
+         * @description JSON Merge Patch of ReviewCreate: a member present replaces the field, null clears the text, an absent one is kept
+         */
+        ReviewPatch: {
+            /**
+             * @description required: may be changed, not cleared (null is 422)
+             * @example 5
+             */
+            rating?: number;
+            /** @example Clear and useful. */
+            text?: string | null;
+        };
         /** Shop */
         Shop: {
             /**
@@ -1835,6 +1952,22 @@ export interface components {
             students: components["schemas"]["Student"][];
             /** @description number of items the filters match */
             total: number;
+        };
+        /**
+         * StudentPatch
+         * @description JSON Merge Patch of StudentCreate: a member present replaces the field, null clears last_name or email, an absent one is kept
+         */
+        StudentPatch: {
+            /** Format: email */
+            email?: string | null;
+            /** @description required: may be changed, not cleared (null is 422) */
+            first_name?: string;
+            last_name?: string | null;
+            /**
+             * @description F, M or X; required: may be changed, not cleared (null is 422)
+             * @enum {string}
+             */
+            sex?: "F" | "M" | "X";
         };
         /** TokenForm */
         TokenForm: {
@@ -2034,7 +2167,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -2788,6 +2921,552 @@ export interface operations {
             };
         };
     };
+    updateChapter: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                chapterId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "position": 1,
+                 *       "title": "Operation cards"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChapterCreate"];
+            };
+        };
+        responses: {
+            /** @description OK: Chapter */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "position": 1,
+                     *       "title": "Operation cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Chapter"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ChapterNotFound`: Chapter not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteChapter: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                chapterId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ChapterNotFound`: Chapter not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchChapter: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                chapterId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "position": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChapterPatch"];
+                /**
+                 * @example {
+                 *       "position": 2
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ChapterPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Chapter */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "position": 1,
+                     *       "title": "Operation cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Chapter"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ChapterNotFound`: Chapter not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listClasses: {
         parameters: {
             query?: {
@@ -2796,7 +3475,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, starts_date, created_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, starts_date, created_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -3279,6 +3958,565 @@ export interface operations {
             };
         };
     };
+    updateClass: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                 *       "name": "Engine programming, winter group",
+                 *       "starts_date": "2027-01-11"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ClassCreate"];
+            };
+        };
+        responses: {
+            /** @description OK: Class */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "name": "Engine programming, winter group",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "starts_date": "2027-01-11",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Class"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteClass: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchClass: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "starts_date": "2027-02-01"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ClassPatch"];
+                /**
+                 * @example {
+                 *       "starts_date": "2027-02-01"
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ClassPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Class */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "course_id": "c5a8e2d4-1b7f-4a9c-8e3d-6f0b2a4c9d71",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "name": "Engine programming, winter group",
+                     *       "owner": {
+                     *         "first_name": "Ada",
+                     *         "id": "b3e1c7a2-5d4f-4e8a-9c1b-2f6d8e0a4c17",
+                     *         "last_name": "Lovelace",
+                     *         "username": "ada_lovelace"
+                     *       },
+                     *       "starts_date": "2027-01-11",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Class"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listStudents: {
         parameters: {
             query?: {
@@ -3287,7 +4525,7 @@ export interface operations {
                 /** @description items skipped (default 0); not with page/count */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: first_name, last_name, created_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: first_name, last_name, created_at; default: created_at
                  * @example [
                  *       "-first_name"
                  *     ]
@@ -3796,6 +5034,575 @@ export interface operations {
             };
         };
     };
+    updateStudent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                studentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "mary@example.com",
+                 *       "first_name": "Mary",
+                 *       "last_name": "Somerville",
+                 *       "sex": "F"
+                 *     }
+                 */
+                "application/json": components["schemas"]["StudentCreate"];
+            };
+        };
+        responses: {
+            /** @description OK: Student */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "mary@example.com",
+                     *       "first_name": "Mary",
+                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
+                     *       "last_name": "Somerville",
+                     *       "sex": "F",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Student"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteStudent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                studentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchStudent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                classId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                studentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": null,
+                 *       "last_name": "Fairfax Somerville"
+                 *     }
+                 */
+                "application/json": components["schemas"]["StudentPatch"];
+                /**
+                 * @example {
+                 *       "email": null,
+                 *       "last_name": "Fairfax Somerville"
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["StudentPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Student */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "class_id": "1b3d5f7a-9c1e-4d5f-a7b9-c1e3f5a7b9d1",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "email": "mary@example.com",
+                     *       "first_name": "Mary",
+                     *       "id": "a7c9e1b3-d5f7-4a9c-b1e3-d5f7a9c1e3b5",
+                     *       "last_name": "Somerville",
+                     *       "sex": "F",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Student"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ClassNotFound`: Class not found; `StudentNotFound`: Student not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getCourse: {
         parameters: {
             query?: never;
@@ -3970,7 +5777,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -4315,7 +6122,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: position, title, created_at; default: position
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: position, title, created_at; default: position
                  * @example [
                  *       "-position"
                  *     ]
@@ -4805,7 +6612,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -5168,6 +6975,556 @@ export interface operations {
             };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateLesson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "body": "A card that backs the chain repeats a set of operations.",
+                 *       "title": "Loops with the Jacquard cards"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LessonCreate"];
+            };
+        };
+        responses: {
+            /** @description OK: Lesson */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "body": "A card that backs the chain repeats a set of operations.",
+                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
+                     *       "position": 2,
+                     *       "title": "Loops with the Jacquard cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `LessonNotFound`: Lesson not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteLesson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `LessonNotFound`: Lesson not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchLesson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "position": 1,
+                 *       "title": "Loops and the backing card"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LessonPatch"];
+                /**
+                 * @example {
+                 *       "position": 1,
+                 *       "title": "Loops and the backing card"
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["LessonPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Lesson */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "body": "A card that backs the chain repeats a set of operations.",
+                     *       "chapter_id": "2d7e9f1a-3c5b-4e8d-a6f0-b1c3d5e7f9a2",
+                     *       "created_at": "2026-11-21T09:30:00+0000",
+                     *       "id": "8a6c4e2f-0d1b-4f3a-9e5c-7b9d1f3a5c6e",
+                     *       "position": 2,
+                     *       "title": "Loops with the Jacquard cards",
+                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Lesson"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner; `UserNotCreator`: User is not a creator */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `LessonNotFound`: Lesson not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -5891,6 +8248,171 @@ export interface operations {
             };
         };
     };
+    deleteMedia: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                mediaId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `MediaNotFound`: Media not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     requestPasswordReset: {
         parameters: {
             query?: never;
@@ -6139,7 +8661,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -7238,7 +9760,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at; default: created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at; default: created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -8325,7 +10847,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, rating; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, rating; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -8787,6 +11309,577 @@ export interface operations {
             };
             /** @description `NotAcceptable`: Not acceptable */
             406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateReview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                postId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rating": 5,
+                 *       "text": "Clear, and a century early."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewCreate"];
+            };
+        };
+        responses: {
+            /** @description OK: Review */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "rating": 5,
+                     *       "text": "Clear, and a century early."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Review"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteReview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                postId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content: deleted */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `TokenInQuery`: Token in query string; `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ValidationFailed`: Validation failed */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `RateLimited`: Too many requests */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ServiceUnavailable`: Service unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchReview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is based on; a stale one is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                postId: string;
+                /**
+                 * @description UUIDv4
+                 * @example 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10
+                 */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Clear, and a century early. Note G alone is worth it."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewPatch"];
+                /**
+                 * @example {
+                 *       "text": "Clear, and a century early. Note G alone is worth it."
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ReviewPatch"];
+            };
+        };
+        responses: {
+            /** @description OK: Review */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "author": {
+                     *         "first_name": "Grace",
+                     *         "id": "4f9d2b6e-8a1c-4d3e-b7f5-0c2a9e6d1b38",
+                     *         "last_name": "Hopper",
+                     *         "username": "grace_hopper"
+                     *       },
+                     *       "created_at": "2026-11-22T14:05:00+0000",
+                     *       "id": "e1f3a5c7-9b2d-4e6f-8a0c-2d4f6a8c0e1b",
+                     *       "post_id": "7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10",
+                     *       "rating": 5,
+                     *       "text": "Clear, and a century early."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Review"];
+                };
+            };
+            /** @description `MalformedBody`: Malformed body */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAuthenticated`: Not authenticated; `InvalidCredentials`: Invalid credentials */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UserIsBanned`: User is banned; `UserNotOwner`: User is not the owner */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PostNotFound`: Post not found; `ResourceNotFound`: Resource not found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `NotAcceptable`: Not acceptable */
+            406: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PreconditionFailed`: Precondition failed */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `PayloadTooLarge`: Payload too large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `UnsupportedMediaType`: Unsupported media type */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -10217,7 +13310,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -11205,7 +14298,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: name, price_cents, created_at, updated_at; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: name, price_cents, created_at, updated_at; default: -created_at
                  * @example [
                  *       "-name"
                  *     ]
@@ -12242,7 +15335,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, size; default: -created_at
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, size; default: -created_at
                  * @example [
                  *       "-created_at"
                  *     ]
@@ -12402,7 +15495,7 @@ export interface operations {
                 /** @description number of items skipped */
                 offset?: number;
                 /**
-                 * @description comma-separated fields, a leading - sorts descending; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
+                 * @description comma-separated fields, a leading - sorts descending, each at most once; one of: created_at, updated_at, published_at, title; default: latest of updated_at, published_at and created_at, newest first
                  * @example [
                  *       "-created_at"
                  *     ]
