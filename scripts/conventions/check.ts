@@ -54,8 +54,14 @@ export const DECLARED = {
       without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'confirms an address with a mailed token; nothing is made to read or change'
     },
     '/media': { without: ['PUT', 'PATCH'], reason: 'the bytes of a medium never change: upload a new file, then delete the old one' },
-    '/profiles': {
-      without: ['DELETE'], reason: 'the caller\'s own profile is the account: it ends at DELETE /profiles/me with the current password (§7)'
+    '/password-resets': {
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'asks for a mailed link (202 whatever the address): nothing is made that a client may read'
+    },
+    '/password-resets/confirmations': {
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'spends a mailed token on a new password, as /email-verifications does: nothing to read or change'
+    },
+    '/profiles/me/email-changes': {
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'asks for a link to the new address (202); the change takes effect when the link is opened'
     }
   } as Record<string, { without: string[], reason: string }>
 }

@@ -9,6 +9,11 @@ export async function lockForUpdate (trx: Executor, query: SelectQueryBuilder<an
   if (isPostgres(trx)) await query.forUpdate().execute()
 }
 
+/** The row `query` selects, locked until the transaction ends on PostgreSQL (SQLite serialises writers); undefined when there is none. */
+export async function lockedRow<O> (trx: Executor, query: SelectQueryBuilder<any, any, O>): Promise<O | undefined> {
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst()
+}
+
 /**
  * The rows `query` selects that no other transaction holds, locked until this one ends: workers
  * each claim their own (FOR UPDATE SKIP LOCKED). SQLite has no row locks; one process's

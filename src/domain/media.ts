@@ -10,7 +10,7 @@ import type { Db, Executor } from '../db/dialect.js'
 import type { MediaTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { clockMs, writeTimeIso } from '../db/clock.js'
-import { lockForUpdate } from '../db/row-lock.js'
+import { lockedRow } from '../db/row-lock.js'
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
 
@@ -149,8 +149,12 @@ const uploadsInProgress = async (db: Executor, ownerId: string, now: string): Pr
   return Number(row?.n ?? 0)
 }
 
-// Holds the user's row while the quota is counted, so two uploads cannot both take the same room.
-const lockOwner = (trx: Executor, ownerId: string) => lockForUpdate(trx, trx.selectFrom('user').select('id').where('id', '=', ownerId))
+// Holds the user's row while the quota is counted, so two uploads cannot both take the same room;
+// an account deleted meanwhile (its token was good when the request began) is 401, as its token now is.
+async function lockOwner (trx: Executor, ownerId: string): Promise<void> {
+  const found = await lockedRow(trx, trx.selectFrom('user').select('id').where('id', '=', ownerId))
+  if (!found) throw new AppError('InvalidCredentials', 'the account no longer exists')
+}
 
 /**
  * Before any byte of an upload is read: takes room for it against the owner's quota, at most
