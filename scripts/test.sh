@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 PINNED=(
   test/bundle.test.ts test/sdk.test.ts test/client.test.ts test/slow-clients.test.ts test/log-scan.test.ts
   test/plugins/config.test.ts test/plugins/deprecation.test.ts test/plugins/problems-database-down.test.ts
-  test/plugins/openapi.test.ts test/request-log.test.ts test/auth-path.test.ts
+  test/plugins/openapi.test.ts test/request-log.test.ts test/auth-path.test.ts test/browser.test.ts
 )
 # the modules under test/ that reach test/helper.ts, as the names they are imported by
 reach=(helper) grown=1

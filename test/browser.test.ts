@@ -47,8 +47,13 @@ async function launch (t: Test): Promise<Browser> {
   } catch (err) {
     throw new Error(`playwright-core is not installed: \`npm install -D playwright-core\` (${(err as Error).message})`)
   }
-  // --no-sandbox: CI runs as root in a container, where Chromium's sandbox cannot start.
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] })
+  // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start; no background traffic
+  // either: the machine has no network past loopback, and Chromium would try its own hosts.
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+  })
   t.teardown(() => browser.close())
   return browser
 }
