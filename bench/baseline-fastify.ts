@@ -109,7 +109,7 @@ const db = postgres ? openPg() : openSqlite()
 
 const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "post"."body", "post"."tags", "post"."media_url",
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
-const FROM = `from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
+const FROM = 'from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"'
 const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
@@ -121,9 +121,17 @@ const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) :
 
 function toPost (r: Row) {
   return {
-    id: r.id, type: r.type, slug: r.slug, title: r.title, body: r.body, tags: JSON.parse(r.tags), media_url: r.media_url,
+    id: r.id,
+    type: r.type,
+    slug: r.slug,
+    title: r.title,
+    body: r.body,
+    tags: JSON.parse(r.tags),
+    media_url: r.media_url,
     creator: { id: r.creator_id, username: r.username, first_name: r.first_name, last_name: r.last_name },
-    published_at: r.published_at === null ? null : time(r.published_at), created_at: time(r.created_at), updated_at: time(r.updated_at)
+    published_at: r.published_at === null ? null : time(r.published_at),
+    created_at: time(r.created_at),
+    updated_at: time(r.updated_at)
   }
 }
 

@@ -33,7 +33,11 @@ interface Result {
 }
 interface CannonRequest { method?: string, path?: string, headers?: Record<string, string>, body?: string }
 const autocannon = autocannonUntyped as (opts: {
-  url: string, connections: number, duration: number, method: string, headers: Record<string, string>,
+  url: string,
+  connections: number,
+  duration: number,
+  method: string,
+  headers: Record<string, string>,
   requests?: Array<{ setupRequest: (req: CannonRequest) => CannonRequest }>
 }) => Promise<Result>
 
@@ -338,13 +342,17 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
   for (const target of targets) {
     const samples = runs[target.name]
     result.targets[target.name] = {
-      reqs: median(samples.map(s => s.reqs)), p50: median(samples.map(s => s.p50)), p99: median(samples.map(s => s.p99)),
+      reqs: median(samples.map(s => s.reqs)),
+      p50: median(samples.map(s => s.p50)),
+      p99: median(samples.map(s => s.p99)),
       ...(samples.every(s => s.cpuUs !== undefined) ? { cpuUs: median(samples.map(s => s.cpuUs!)) } : {}),
       ...(samples.every(s => s.pgCpuUs !== undefined) ? { pgCpuUs: median(samples.map(s => s.pgCpuUs!)) } : {}),
       ...(samples.every(s => s.locks !== undefined)
         ? { locks: { active: median(samples.map(s => s.locks!.active)), waiting: median(samples.map(s => s.locks!.waiting)), waitedShare: median(samples.map(s => s.locks!.waitedShare)), on: waitsOn(samples.map(s => s.locks!)) } }
         : {}),
-      non2xx: samples.reduce((a, s) => a + s.non2xx, 0), errors: samples.reduce((a, s) => a + s.errors, 0), runs: samples
+      non2xx: samples.reduce((a, s) => a + s.non2xx, 0),
+      errors: samples.reduce((a, s) => a + s.errors, 0),
+      runs: samples
     }
   }
   for (const [a, b] of CPU_PROF ? [] : pairs) {
@@ -590,7 +598,12 @@ async function benchDialect (dialect: string, dbs: Databases) {
 
     await guarded('chain', result, revive, async () => {
       // /version reads no database: once a run, on the first database (both at once in the smoke)
-      if (!SMOKE && dialect !== DIALECTS.find(d => d === 'sqlite' || d === 'postgres')) return { skipped: 'once a run, on the first database: /version reads none' }
+      if (!SMOKE && dialect !== DIALECTS.find(d => d === 'sqlite' || d === 'postgres')) {
+        return {
+          skipped: 'once a run, on the first ' +
+        'database: /version reads none'
+        }
+      }
       const body = join(TMP, `${dialect}-version.json`)
       const headersFile = join(TMP, `${dialect}-version-headers.json`)
       const version = await request(`${roja!.url}/version`)
@@ -833,8 +846,20 @@ async function main () {
   }
   const started = Date.now()
   const meta = {
-    date: new Date().toISOString(), node: process.version, cpus: cpus().length, loadavgAtStart: loadavg(), groups: GROUPS,
-    runs: RUNS, durationS: DURATION, connections: CONNECTIONS, small: SMALL, large: LARGE, cursorPage: CURSOR_PAGE, smoke: SMOKE, built: BUILT, before: BEFORE
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    loadavgAtStart: loadavg(),
+    groups: GROUPS,
+    runs: RUNS,
+    durationS: DURATION,
+    connections: CONNECTIONS,
+    small: SMALL,
+    large: LARGE,
+    cursorPage: CURSOR_PAGE,
+    smoke: SMOKE,
+    built: BUILT,
+    before: BEFORE
   }
   const dialects: string[] = []
   for (const dialect of DIALECTS) {

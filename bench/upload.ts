@@ -32,7 +32,10 @@ function upload (port: number, token: string, size: number): Promise<{ status: n
   const hash = createHash('sha256')
   return new Promise((resolve, reject) => {
     const req = http.request({
-      host: '127.0.0.1', port, method: 'POST', path: '/v1/media',
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/media',
       headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
     }, (res) => {
       let body = ''

@@ -55,9 +55,12 @@ export function acceptsJson (header: string): boolean {
       if (value.trim() !== '' && Number.isFinite(parsed)) q = Math.min(1, Math.max(0, parsed))
     }
     OFFERS.forEach(([offerType, offerSubtype], i) => {
-      const level = type === '*' && subtype === '*' ? 0
-        : type !== offerType ? -1
-          : subtype === '*' ? 1
+      const level = type === '*' && subtype === '*'
+        ? 0
+        : type !== offerType
+          ? -1
+          : subtype === '*'
+            ? 1
             : subtype === offerSubtype ? 2 : -1
       if (level > specificity[i]) { specificity[i] = level; quality[i] = q } else if (level === specificity[i] && level >= 0) quality[i] = Math.max(quality[i], q)
     })

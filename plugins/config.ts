@@ -155,7 +155,10 @@ function crossChecks (env: Record<string, unknown>): string[] {
   if (production && env.PASSWORD_RESET_URL !== undefined && !String(env.PASSWORD_RESET_URL).startsWith('https://')) {
     issues.push('PASSWORD_RESET_URL must be https:// in production (the link carries a token)')
   }
-  if (env.LOG_FORMAT === 'pretty' && !resolvable('pino-pretty')) issues.push('LOG_FORMAT=pretty needs pino-pretty, a dev dependency (npm ci without --omit=dev)')
+  if (env.LOG_FORMAT === 'pretty' && !resolvable('pino-pretty')) {
+    issues.push('LOG_FORMAT=pretty needs pino-pretty, a dev dependency ' +
+    '(npm ci without --omit=dev)')
+  }
   return issues
 }
 
@@ -218,8 +221,14 @@ let envAjv: Ajv | undefined
 function envValidator (): Ajv {
   if (envAjv) return envAjv
   const ajv = new Ajv({
-    allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: true, allowUnionTypes: true,
-    addUsedSchema: false, validateSchema: false, keywords: [envSchema.keywords.separator]
+    allErrors: true,
+    removeAdditional: true,
+    useDefaults: true,
+    coerceTypes: true,
+    allowUnionTypes: true,
+    addUsedSchema: false,
+    validateSchema: false,
+    keywords: [envSchema.keywords.separator]
   })
   ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:[^\s]*$/i)
   for (const [name, format] of Object.entries(FORMATS)) ajv.addFormat(name, (value: string) => format.bad(value) === undefined)
@@ -274,7 +283,10 @@ const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 function parseTrustProxy (value: string | undefined, production: boolean): boolean | string[] | undefined {
   if (value === undefined || value === 'false') return undefined
   if (value === 'true') {
-    if (production) throw new ConfigError('invalid configuration: TRUST_PROXY=true lets any client choose its own address (and its rate limits) by sending X-Forwarded-For; in production name the proxies\' addresses or CIDRs, e.g. TRUST_PROXY=10.0.0.5,10.1.0.0/16')
+    if (production) {
+      throw new ConfigError('invalid configuration: TRUST_PROXY=true lets any client choose its own address (and its rate ' +
+      'limits) by sending X-Forwarded-For; in production name the proxies\' addresses or CIDRs, e.g. TRUST_PROXY=10.0.0.5,10.1.0.0/16')
+    }
     return true
   }
   if (/^\d+$/.test(value)) {

@@ -34,7 +34,7 @@ export default fp(async (fastify) => {
     const fault = shapeFault(String(body))
     if (fault === undefined) return parse(request, body, done)
     if (fault !== 'control') return done(new AppError('PayloadTooLarge', TOO_LARGE[fault]), undefined)
-    parse(request, body, (err, value) => {
+    void parse(request, body, (err, value) => {
       if (err) return done(err, undefined)
       done(controlCharacters(controlPointer(value) ?? ''), undefined)
     })
@@ -97,7 +97,6 @@ function refusal (allowed: string[], detail: string): AppError {
   const headers = allowed.includes(MERGE_PATCH_TYPE) ? { 'accept-patch': allowed.join(', ') } : undefined
   return new AppError('UnsupportedMediaType', detail, { headers })
 }
-
 
 /** The lower-cased media type of a well-formed header, or undefined. */
 export function mediaType (header: string): string | undefined {

@@ -61,9 +61,16 @@ export default fp(async (fastify) => {
           eb.and([eb('status_code', 'is', null), eb('created_at', '<', new Date(now.getTime() - ABANDONED_MS).toISOString())])]))
         .execute()
       const claimed = await db.insertInto('idempotency_key').values({
-        user_id: scope, key, method: request.method, path: request.url, request_hash: hash,
-        status_code: null, response_body: null, location: null,
-        created_at: now.toISOString(), expires_at: new Date(now.getTime() + TTL_MS).toISOString()
+        user_id: scope,
+        key,
+        method: request.method,
+        path: request.url,
+        request_hash: hash,
+        status_code: null,
+        response_body: null,
+        location: null,
+        created_at: now.toISOString(),
+        expires_at: new Date(now.getTime() + TTL_MS).toISOString()
       }).onConflict(oc => oc.columns(['user_id', 'key']).doNothing()).executeTakeFirst()
       if (Number(claimed.numInsertedOrUpdatedRows ?? 0) === 1) {
         request.idempotency = { scope, key }

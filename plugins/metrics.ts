@@ -67,8 +67,11 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
 
   // Request and query durations. Bounded: routes are templates, and every unknown URL shares `__unknown__`.
   const requests = new promClient.Histogram({
-    name: 'http_request_duration_seconds', help: 'request duration in seconds', labelNames: ['method', 'route', 'status_code'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry]
+    name: 'http_request_duration_seconds',
+    help: 'request duration in seconds',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry]
   })
   fastify.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? '__unknown__'
@@ -81,8 +84,20 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
   if (!config.METRICS_RUNTIME_INFO) registry.removeSingleMetric('nodejs_version_info')
 
   fastify.decorate('refusals', {
-    rateLimited: new promClient.Counter({ name: 'roja_rate_limit_refusals_total', help: 'requests refused with 429 by a rate limit; limit="global" (per client) or "route" (a route\'s own)', labelNames: ['limit'], registers: [registry] }),
-    shed: new promClient.Counter({ name: 'roja_load_shed_refusals_total', help: 'requests refused with 503 by load shedding, by the check that tripped', labelNames: ['reason'], registers: [registry] })
+    rateLimited: new promClient.Counter({
+      name: 'roja_rate_limit_refusals_total',
+      help: 'requests refused with 429 by a rate limit; ' +
+      'limit="global" (per client) or "route" (a route\'s own)',
+      labelNames: ['limit'],
+      registers: [registry]
+    }),
+    shed: new promClient.Counter({
+      name: 'roja_load_shed_refusals_total',
+      help: 'requests refused with 503 by load shedding, by the ' +
+      'check that tripped',
+      labelNames: ['reason'],
+      registers: [registry]
+    })
   })
   fastify.decorate('rateLimitStoreFallbacks', new promClient.Counter({
     name: 'roja_rate_limit_store_fallbacks_total',
@@ -90,7 +105,14 @@ export default fp<MetricsOptions>(async (fastify, opts) => {
     registers: [registry]
   }))
 
-  const queryDuration = new promClient.Histogram({ name: 'roja_db_query_duration_seconds', help: 'database query duration by operation (select, insert, update, delete, other)', labelNames: ['operation'], buckets: QUERY_BUCKETS, registers: [registry] })
+  const queryDuration = new promClient.Histogram({
+    name: 'roja_db_query_duration_seconds',
+    help: 'database query duration by operation ' +
+    '(select, insert, update, delete, other)',
+    labelNames: ['operation'],
+    buckets: QUERY_BUCKETS,
+    registers: [registry]
+  })
   const queryErrors = new promClient.Counter({ name: 'roja_db_query_errors_total', help: 'database queries that failed, by operation', labelNames: ['operation'], registers: [registry] })
   const onQuery = (message: unknown) => {
     const { db, event } = message as QueryMessage
@@ -182,4 +204,3 @@ function scrapeGuard (config: MetricsConfig) {
     }
   }
 }
-

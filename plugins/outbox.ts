@@ -201,7 +201,13 @@ export default fp<OutboxOptions>(async (fastify, opts) => {
 function makeCounters (registry: promClient.Registry): { sent: Counter, failed: Counter<'final'> } {
   return {
     sent: new promClient.Counter({ name: 'roja_outbox_sent_total', help: 'e-mails delivered by the outbox worker', registers: [registry] }),
-    failed: new promClient.Counter({ name: 'roja_outbox_failed_total', help: 'failed e-mail delivery attempts; final="true" when no retry is left', labelNames: ['final'], registers: [registry] })
+    failed: new promClient.Counter({
+      name: 'roja_outbox_failed_total',
+      help: 'failed e-mail delivery attempts; ' +
+      'final="true" when no retry is left',
+      labelNames: ['final'],
+      registers: [registry]
+    })
   }
 }
 
@@ -218,7 +224,9 @@ function backlogGauges (registry: promClient.Registry, read: () => Promise<Backl
   }
   const gauge = (name: string, help: string, value: (b: Backlog) => number) =>
     new promClient.Gauge({
-      name, help, registers: [registry],
+      name,
+      help,
+      registers: [registry],
       async collect () {
         const b = await current()
         // Unreadable (database down): NaN, never a stale number or a reassuring 0.

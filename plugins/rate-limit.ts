@@ -156,7 +156,8 @@ class StoreHealth {
   down (err: Error): void {
     if (this.failing) return
     this.failing = true
-    this.log.warn({ err: { message: err.message } }, 'rate-limit store (Redis) unavailable: the password and mail limits count in this instance, the general limit is skipped, until it is back')
+    this.log.warn({ err: { message: err.message } }, 'rate-limit store (Redis) unavailable: the password and mail limits count in this ' +
+      'instance, the general limit is skipped, until it is back')
   }
 
   up (): void {

@@ -15,13 +15,19 @@ const FORMATS: Record<string, string> = {
   url: 'must be an absolute URL such as https://example.com/page',
   date: 'must be a calendar date written YYYY-MM-DD, from 0001-01-01 to 9999-12-31, such as 2026-12-01',
   'date-time': 'must be an RFC 3339 date-time such as 2026-11-21T09:30:00Z',
-  'lenient-date-time': 'must be a date-time such as 2026-11-21T09:30:00Z (RFC 3339; +hhmm offsets allowed; no zone means UTC), from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z',
+  'lenient-date-time': 'must be a date-time such as 2026-11-21T09:30:00Z (RFC 3339; +hhmm offsets allowed; ' +
+    'no zone means UTC), from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z',
   'media-url': HOST_RULE
 }
 
 const TYPES: Record<string, string> = {
-  string: 'a string', integer: 'an integer', number: 'a number', boolean: 'true or false',
-  object: 'an object', array: 'an array', null: 'null'
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null'
 }
 
 export function validationMessage (failure: RuleFailure): string {
@@ -269,8 +275,12 @@ function sayChars (set: Set<string>): string {
 }
 
 const SINGULAR: Record<string, string> = {
-  letters: 'letter', digits: 'digit', spaces: 'space', 'lower-case letters': 'lower-case letter',
-  'upper-case letters': 'upper-case letter', 'lower-case hexadecimal digits': 'lower-case hexadecimal digit'
+  letters: 'letter',
+  digits: 'digit',
+  spaces: 'space',
+  'lower-case letters': 'lower-case letter',
+  'upper-case letters': 'upper-case letter',
+  'lower-case hexadecimal digits': 'lower-case hexadecimal digit'
 }
 
 /** One character of a set, e.g. "a letter, digit, '_' or '-'". */

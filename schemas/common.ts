@@ -19,7 +19,8 @@ export const DateTime = Type.String({
 /** Input date-time: any RFC 3339 date-time; +hhmm offsets too; no zone means UTC. */
 export const DateTimeInput = Type.String({
   format: 'lenient-date-time',
-  description: 'RFC 3339 date-time; offsets Z, +hh:mm or +hhmm; no zone means UTC; the fraction is dropped; from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC',
+  description: 'RFC 3339 date-time; offsets Z, +hh:mm or +hhmm; no zone means UTC; the fraction is dropped; ' +
+    'from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC',
   examples: ['2026-11-21T09:30:00Z']
 })
 

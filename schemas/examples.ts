@@ -83,7 +83,16 @@ export const examples: Record<string, unknown> = {
   Chapter: { id: CHAPTER, course_id: COURSE, title: 'Operation cards', position: 1, created_at: CREATED, updated_at: UPDATED },
   ChapterCreate: { title: 'Operation cards', position: 1 },
   ChapterPatch: { position: 2 },
-  Lesson: { id: LESSON, chapter_id: CHAPTER, title: 'Loops with the Jacquard cards', body: 'A card that backs the chain repeats a set of operations.', position: 2, created_at: CREATED, updated_at: UPDATED },
+  Lesson: {
+    id: LESSON,
+    chapter_id: CHAPTER,
+    title: 'Loops with the Jacquard cards',
+    body: 'A card that backs the chain repeats a set ' +
+    'of operations.',
+    position: 2,
+    created_at: CREATED,
+    updated_at: UPDATED
+  },
   LessonCreate: { title: 'Loops with the Jacquard cards', body: 'A card that backs the chain repeats a set of operations.' },
   LessonPatch: { title: 'Loops and the backing card', position: 1 },
   Review: { id: REVIEW, post_id: POST, author: grace, rating: 5, text: 'Clear, and a century early.', created_at: UPDATED },
@@ -115,8 +124,20 @@ export const examplesByStatus: Record<string, Record<string, unknown>> = {
 
 /** Ids by path parameter, so that example problems name realistic paths. */
 const PATH_IDS: Record<string, string> = {
-  postId: POST, profileId: ADA, userId: ADA, courseId: COURSE, chapterId: CHAPTER, lessonId: LESSON, reviewId: REVIEW,
-  commentId: COMMENT, alertId: ALERT, shopId: SHOP, productId: PRODUCT, classId: CLASS, studentId: STUDENT, mediaId: MEDIA
+  postId: POST,
+  profileId: ADA,
+  userId: ADA,
+  courseId: COURSE,
+  chapterId: CHAPTER,
+  lessonId: LESSON,
+  reviewId: REVIEW,
+  commentId: COMMENT,
+  alertId: ALERT,
+  shopId: SHOP,
+  productId: PRODUCT,
+  classId: CLASS,
+  studentId: STUDENT,
+  mediaId: MEDIA
 }
 
 const DETAILS: Partial<Record<ProblemCode, string>> = {

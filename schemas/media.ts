@@ -5,7 +5,11 @@ import { DateTime, ListQuery, MediaUrl, Params, Uuid, ref } from './common.js'
 export const Media = Type.Object({
   id: Uuid,
   url: { ...MediaUrl, description: 'where the file is served: MEDIA_PUBLIC_URL/v1/media/{id}, never with a file extension' },
-  content_type: Type.String({ description: 'media type sniffed from the bytes (not the client\'s claim); text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown', examples: ['image/png'] }),
+  content_type: Type.String({
+    description: 'media type sniffed from the bytes (not the client\'s claim); ' +
+    'text/plain for HTML, XML (SVG, XHTML) and other active content; application/octet-stream when unknown',
+    examples: ['image/png']
+  }),
   size: Type.Integer({ minimum: 0, description: 'bytes' }),
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the bytes, lower-case hex' }),
   created_at: DateTime
@@ -26,7 +30,8 @@ export const MyMediaList = Type.Object({
   total: Type.Integer({ minimum: 0, description: 'number of files the caller has stored' }),
   used_bytes: Bytes('bytes of every file the caller has stored (all pages)', 48213),
   quota_bytes: Bytes('the most the caller\'s stored files may take (MEDIA_QUOTA_BYTES)', 5368709120),
-  available_bytes: Bytes('what the next upload may take now: the quota less the stored files and the uploads in progress (never below 0); the per-upload limit applies as well', 5368660907)
+  available_bytes: Bytes('what the next upload may take now: the quota less the stored files and the uploads in progress (never below ' +
+    '0); the per-upload limit applies as well', 5368660907)
 }, { title: 'MyMediaList', additionalProperties: false })
 export type MyMediaList = Static<typeof MyMediaList>
 

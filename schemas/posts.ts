@@ -2,7 +2,6 @@ import { Type, type Static } from './typebox.js'
 import { DateTime, DateTimeInput, ListOf, ListQuery, MediaUrl, Nullable, OptionalOrNull, Params, Uuid, ref } from './common.js'
 import { MergePatchOf } from './merge-patch.js'
 
-
 export const POST_TYPES = ['ARTICLE', 'COURSE'] as const
 export const PostType = Type.Unsafe<typeof POST_TYPES[number]>({ type: 'string', enum: [...POST_TYPES], examples: ['ARTICLE'] })
 
@@ -70,7 +69,8 @@ export type PostUpdate = Static<typeof PostUpdate>
 export const PostPatch = MergePatchOf(PostUpdate, {
   $id: 'PostPatch',
   title: 'PostPatch',
-  description: 'JSON Merge Patch of PostUpdate: a member present replaces the field, null clears an optional one (a null slug is derived from the title, a null published_at makes a draft), an absent one is kept',
+  description: 'JSON Merge Patch of PostUpdate: a member present replaces the field, null clears an optional one (a null slug is ' +
+    'derived from the title, a null published_at makes a draft), an absent one is kept',
   members: {
     slug: 'lower-case words joined by -; null: derived from the title again; unique per creator (409)',
     body: 'null: empty',

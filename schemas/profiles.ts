@@ -62,7 +62,6 @@ export const ProfilePatch = MergePatchOf(ProfileUpdate, {
 })
 export type ProfilePatch = Static<typeof ProfilePatch>
 
-
 const ProfileProperties = {
   id: Uuid,
   username: Type.String({ examples: ['ada_lovelace'] }),
@@ -87,7 +86,10 @@ export type Profile = Static<typeof Profile>
 export const MyProfile = Type.Object({
   ...ProfileProperties,
   email: Type.String(),
-  email_verified: Type.Boolean({ description: 'whether the owner confirmed the address (the link Roja mails at sign-up); until then Roja mails it nothing else' })
+  email_verified: Type.Boolean({
+    description: 'whether the owner confirmed the address (the link Roja mails at sign-up); ' +
+    'until then Roja mails it nothing else'
+  })
 }, {
   $id: 'MyProfile', title: 'MyProfile', additionalProperties: false
 })

@@ -95,8 +95,15 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
       if (creator) { creatorIds.push(id); if (creatorUsernames.length < 10) creatorUsernames.push(username) } else if (readerUsernames.length < 10) readerUsernames.push(username)
       users.push({ id, username, email: `${username}@example.com`, password_hash: passwordHash, is_active: true, is_creator: creator, created_at: joined, updated_at: joined })
       profiles.push({
-        id, first_name: pick(FIRST), last_name: random() < 0.9 ? pick(LAST) : null, age: random() < 0.6 ? 18 + Math.floor(random() * 60) : null,
-        favorite_band: null, website: null, avatar_url: null, created_at: joined, updated_at: joined
+        id,
+        first_name: pick(FIRST),
+        last_name: random() < 0.9 ? pick(LAST) : null,
+        age: random() < 0.6 ? 18 + Math.floor(random() * 60) : null,
+        favorite_band: null,
+        website: null,
+        avatar_url: null,
+        created_at: joined,
+        updated_at: joined
       })
     }
     await db.transaction().execute(async (trx) => {
@@ -126,12 +133,17 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
           const title = `${cap(pick(WORDS))} ${pick(WORDS)} ${pick(WORDS)} ${i}`
           const iso = (ms: number) => new Date(ms).toISOString()
           posts.push({
-            id, creator_id: pick(creatorIds), type: random() < 0.7 ? 'ARTICLE' : 'COURSE',
-            slug: `${title.toLowerCase().replace(/ /g, '-')}-${run}`, title,
+            id,
+            creator_id: pick(creatorIds),
+            type: random() < 0.7 ? 'ARTICLE' : 'COURSE',
+            slug: `${title.toLowerCase().replace(/ /g, '-')}-${run}`,
+            title,
             body: Array.from({ length: 8 + Math.floor(random() * 30) }, () => pick(WORDS)).join(' ') + '.',
-            tags: JSON.stringify(postTags), media_url: null,
+            tags: JSON.stringify(postTags),
+            media_url: null,
             published_at: published === null ? null : iso(published),
-            created_at: iso(created), updated_at: iso(updated),
+            created_at: iso(created),
+            updated_at: iso(updated),
             sort_at: iso(Math.max(created, updated, published ?? 0))
           })
           for (const tag of postTags) tags.push({ post_id: id, tag })

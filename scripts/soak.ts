@@ -176,13 +176,17 @@ async function saturation (dialect: string, server: Instance, store: Store, s: S
     headers: HTTPS,
     requests: [
       {
-        method: 'POST', path: '/v1/posts', headers: { ...s.creator, 'content-type': 'application/json' },
+        method: 'POST',
+        path: '/v1/posts',
+        headers: { ...s.creator, 'content-type': 'application/json' },
         setupRequest: (req) => { const i = n++; return { ...req, body: JSON.stringify({ title: `soak ${i} ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(i) }) } },
         onResponse: (status, body) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 201) acks.posts.set(JSON.parse(body).id, 3) }
       },
       { method: 'GET', path: '/v1/posts?limit=20&tags=soak', onResponse: (status) => { statuses[status] = (statuses[status] ?? 0) + 1 } },
       {
-        method: 'POST', path: `/v1/posts/${s.baitPostId}/comments`, headers: { ...s.user, 'content-type': 'application/json' },
+        method: 'POST',
+        path: `/v1/posts/${s.baitPostId}/comments`,
+        headers: { ...s.user, 'content-type': 'application/json' },
         body: JSON.stringify({ text: 'soak comment' }),
         onResponse: (status, body) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 201) acks.comments.add(JSON.parse(body).id) }
       },
@@ -198,8 +202,12 @@ async function saturation (dialect: string, server: Instance, store: Store, s: S
   }
   const errors = result.errors + result.timeouts + result.non2xx
   results.push({
-    dialect, fault: `saturation ${SECONDS}s`, requests: result.requests.total, acknowledged: acks.posts.size + acks.comments.size,
-    lost: lostPosts + lostComments + unreadable, errors,
+    dialect,
+    fault: `saturation ${SECONDS}s`,
+    requests: result.requests.total,
+    acknowledged: acks.posts.size + acks.comments.size,
+    lost: lostPosts + lostComments + unreadable,
+    errors,
     ok: errors === 0 && lostPosts + lostComments + unreadable === 0 && acks.posts.size > 0,
     notes: `${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, statuses ${JSON.stringify(statuses)}, half-written ${await halfWritten(store)}`
   })
@@ -268,8 +276,12 @@ async function sigterm (dialect: string, server: Instance, store: Store, s: Sess
   const bad = Object.entries(load.outcomes).filter(([k]) => !/^(201|503|ECONNREFUSED|ECONNRESET)$/.test(k))
   const errors = bad.reduce((a, [, v]) => a + v, 0) + dropped
   results.push({
-    dialect, fault: 'SIGTERM under load', requests: Object.values(load.outcomes).reduce((a, b) => a + b, 0),
-    acknowledged: load.acks.posts.size + load.acks.comments.size, lost, errors,
+    dialect,
+    fault: 'SIGTERM under load',
+    requests: Object.values(load.outcomes).reduce((a, b) => a + b, 0),
+    acknowledged: load.acks.posts.size + load.acks.comments.size,
+    lost,
+    errors,
     ok: Boolean(exit) && exit!.code === 0 && exitMs <= GRACE_MS + 1000 && lost === 0 && errors === 0,
     notes: `exit ${exit ? `code ${exit.code}` : 'none'} after ${exitMs} ms (grace ${GRACE_MS}); outcomes ${JSON.stringify(load.outcomes)}; ` +
       `refused before being read: ${load.unanswered.length - dropped}, processed but unanswered: ${dropped}`
@@ -305,8 +317,11 @@ async function kill9 (dialect: string, server: Instance, store: Store, s: Sessio
   const delivering = pending === 0 || sent > sentAtRestart
   const bad = Object.entries(load.outcomes).filter(([k]) => !/^(201|503|ECONNREFUSED|ECONNRESET|socket hang up)$/.test(k))
   results.push({
-    dialect, fault: 'kill -9 under writes, restart', requests: Object.values(load.outcomes).reduce((a, b) => a + b, 0),
-    acknowledged: load.acks.posts.size + load.acks.comments.size, lost: lost + half + noEmail,
+    dialect,
+    fault: 'kill -9 under writes, restart',
+    requests: Object.values(load.outcomes).reduce((a, b) => a + b, 0),
+    acknowledged: load.acks.posts.size + load.acks.comments.size,
+    lost: lost + half + noEmail,
     errors: bad.reduce((a, [, v]) => a + v, 0),
     ok: lost === 0 && half === 0 && noEmail === 0 && delivering,
     notes: `half-written posts ${half}, alerts without e-mail ${noEmail}, e-mails sent ${sent} (${sent - sentAtRestart} since the restart), still queued ${pending}, ` +
@@ -352,7 +367,12 @@ async function dbOutage (dialect: string, server: Instance, store: Store, s: Ses
   }
   const errors = Object.entries(answers).filter(([k]) => k !== '503').reduce((a, [, v]) => a + v, 0)
   results.push({
-    dialect, fault: 'database stopped and started', requests: Object.values(answers).reduce((a, b) => a + b, 0), acknowledged: 0, lost: 0, errors,
+    dialect,
+    fault: 'database stopped and started',
+    requests: Object.values(answers).reduce((a, b) => a + b, 0),
+    acknowledged: 0,
+    lost: 0,
+    errors,
     ok: healthDown && clean && recoveredMs >= 0,
     notes: `/health 503 during outage: ${healthDown}; answers ${JSON.stringify(answers)} (clean 503 problem + Retry-After: ${clean}); recovered without restart after ${recoveredMs} ms`
   })
@@ -379,7 +399,9 @@ async function overload (dialect: string, base: Record<string, string>, s: Sessi
       requests: [
         { method: 'GET', path: '/v1/posts?limit=100', onResponse: (status, _b, _c, headers) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 503 && !headers?.['retry-after']) shedWithoutRetryAfter++ } },
         {
-          method: 'POST', path: '/v1/posts', headers: { ...s.creator, 'content-type': 'application/json' },
+          method: 'POST',
+          path: '/v1/posts',
+          headers: { ...s.creator, 'content-type': 'application/json' },
           setupRequest: (req) => ({ ...req, body: JSON.stringify({ title: `soak overload ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(2) }) }),
           onResponse: (status) => { statuses[status] = (statuses[status] ?? 0) + 1 }
         }
@@ -390,7 +412,11 @@ async function overload (dialect: string, base: Record<string, string>, s: Sessi
     const other = Object.entries(statuses).filter(([k]) => !/^(200|201|503)$/.test(k)).reduce((a, [, v]) => a + v, 0)
     const ceiling = 1024 ** 3
     results.push({
-      dialect, fault: 'overload (400 conns, 1 ms loop ceiling)', requests: result.requests.total, acknowledged: statuses['201'] ?? 0, lost: 0,
+      dialect,
+      fault: 'overload (400 conns, 1 ms loop ceiling)',
+      requests: result.requests.total,
+      acknowledged: statuses['201'] ?? 0,
+      lost: 0,
       errors: other + result.errors + shedWithoutRetryAfter,
       ok: shed > 0 && other === 0 && shedWithoutRetryAfter === 0 && peak < ceiling && (await call(server.port, 'GET', '/health')).status === 200,
       notes: `shed ${shed} with 503 + Retry-After; RSS ${mb(before)} → peak ${mb(peak)} (ceiling ${mb(ceiling)}); connection errors ${result.errors}, timeouts ${result.timeouts}; statuses ${JSON.stringify(statuses)}`
@@ -454,7 +480,10 @@ async function hostile (dialect: string, server: Instance, s: Session) {
   let n = 0
   const floodStatuses: Record<string, number> = {}
   const hostileRun = autocannon({
-    url, connections: 6, duration: SECONDS, timeout: 30,
+    url,
+    connections: 6,
+    duration: SECONDS,
+    timeout: 30,
     requests: flood.map(r => ({
       ...r,
       setupRequest: (req: CannonRequest) => ({ ...req, headers: { ...HTTPS, ...req.headers, 'x-forwarded-for': `203.0.113.${n++ % 3 + 1}` } }),
@@ -465,7 +494,11 @@ async function hostile (dialect: string, server: Instance, s: Session) {
   const count = (status: number) => { statuses[status] = (statuses[status] ?? 0) + 1 }
   let i = 0
   const normalRun = autocannon({
-    url, connections: 4, duration: SECONDS, timeout: 30, headers: { ...HTTPS, 'x-forwarded-for': '198.51.100.1' },
+    url,
+    connections: 4,
+    duration: SECONDS,
+    timeout: 30,
+    headers: { ...HTTPS, 'x-forwarded-for': '198.51.100.1' },
     requests: [
       { method: 'GET', path: '/v1/posts?limit=20', onResponse: count },
       { method: 'POST', path: '/v1/posts', headers: { ...s.creator, ...json }, setupRequest: (req) => ({ ...req, body: JSON.stringify({ title: `hostile ${i++} ${randomUUID()}`, type: 'ARTICLE' }) }), onResponse: count },
@@ -476,7 +509,11 @@ async function hostile (dialect: string, server: Instance, s: Session) {
   const failed = Object.entries(statuses).filter(([k]) => Number(k) >= 500 || Number(k) < 200 || Number(k) >= 300).reduce((a, [, v]) => a + v, 0)
   const fiveHundreds = Object.entries(floodStatuses).filter(([k]) => Number(k) >= 500).reduce((a, [, v]) => a + v, 0)
   results.push({
-    dialect, fault: `hostile flood (${SECONDS}s)`, requests: normal.requests.total + flooded.requests.total, acknowledged: statuses['201'] ?? 0, lost: 0,
+    dialect,
+    fault: `hostile flood (${SECONDS}s)`,
+    requests: normal.requests.total + flooded.requests.total,
+    acknowledged: statuses['201'] ?? 0,
+    lost: 0,
     errors: failed + normal.errors + normal.timeouts + fiveHundreds,
     ok: failed === 0 && normal.errors + normal.timeouts === 0 && fiveHundreds === 0 && normal.latency.p99 <= HOSTILE_P99_MS && normal.requests.total > 0,
     notes: `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms (bound ${HOSTILE_P99_MS}), statuses ${JSON.stringify(statuses)}; ` +
@@ -492,8 +529,16 @@ async function runDialect (dialect: string) {
   try {
     store = dialect === 'postgres' ? await postgresStore() : sqliteStore(dir)
     const base = {
-      ENVIRONMENT: 'production', JWT_SECRET: SECRET, TRUST_PROXY: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: store.url, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000', SHUTDOWN_GRACE_MS: String(GRACE_MS)
+      ENVIRONMENT: 'production',
+      JWT_SECRET: SECRET,
+      TRUST_PROXY: '127.0.0.1',
+      HOST: '127.0.0.1',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: store.url,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '100000000',
+      AUTH_RATE_LIMIT_MAX: '100000',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS)
     }
     server = await newServer(base)
     await server.start()

@@ -49,7 +49,9 @@ t.test('a deleted account leaves nothing of the person in any table, stored file
   await grantCreator(app.db, 'grace')
 
   const media = await app.inject({
-    method: 'POST', url: '/v1/media', headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
     payload: uploadBody('Augusta Byronic, her own notes')
   })
   t.equal(media.statusCode, 201)
@@ -103,7 +105,8 @@ t.test('a deleted account leaves nothing of the person in any table, stored file
   t.ok(existsSync(mailDir))
 
   const students = json(await app.inject({ method: 'GET', url: `/v1/classes/${graceClass.id as string}/students`, headers: grace.headers })).students
-  t.same(students.map((s: { first_name: string, email: string | null }) => [s.first_name, s.email]), [['A.', null]], 'another\'s class keeps the student, not the address')
+  t.same(students.map((s: { first_name: string, email: string | null }) => [s.first_name, s.email]), [['A.', null]],
+    'another\'s class keeps the student, not the address')
 
   // What stays: grace, her post (its media_url now a dead link), and her alerts naming a former member.
   const graceAlerts = json(await app.inject({ method: 'GET', url: '/v1/alerts', headers: grace.headers })).alerts as Array<{ message: string }>
@@ -147,7 +150,9 @@ t.test('the operator\'s `user delete <username>` erases the same way, files incl
   const app = await build(t)
   const ada = await signUpVerified(app, 'ada')
   const upload = await app.inject({
-    method: 'POST', url: '/v1/media', headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
     payload: uploadBody('bytes of ada')
   })
   t.equal(upload.statusCode, 201)
@@ -167,7 +172,9 @@ t.test('a deletion racing uploads leaves no file and no row, whichever comes fir
   const ada = await signUpVerified(app, 'ada')
   const mediaDir = join(app.config.dataDir, 'media')
   const upload = () => app.inject({
-    method: 'POST', url: '/v1/media', headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...ada.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
     payload: uploadBody('x'.repeat(256 * 1024))
   })
   const [first, deleted, second] = await Promise.all([
@@ -178,7 +185,10 @@ t.test('a deletion racing uploads leaves no file and no row, whichever comes fir
   t.equal(deleted.statusCode, 204)
   // An upload the deletion overtakes fails (the media rules refuse a row for an owner who is gone) and keeps nothing.
   for (const res of [first, second]) {
-    if (res.statusCode !== 201) t.same([res.statusCode, JSON.parse(res.body).code], [401, 'InvalidCredentials'], 'an upload the deletion overtook is 401, as the token now is')
+    if (res.statusCode !== 201) {
+      t.same([res.statusCode, JSON.parse(res.body).code], [401, 'InvalidCredentials'], 'an upload the ' +
+      'deletion overtook is 401, as the token now is')
+    }
   }
   t.same(readdirSync(mediaDir).filter(f => !f.endsWith('.tmp')), [], 'no file is left')
   t.same(await app.db.selectFrom('media').selectAll().execute(), [])

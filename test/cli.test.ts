@@ -49,8 +49,14 @@ t.test('operator commands', async (t) => {
   await migrateToLatest(db)
   const now = writeTimeIso()
   await db.insertInto('user').values({
-    id: '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10', username: 'ada', email: 'ada@example.com', password_hash: 'x',
-    is_active: true, is_creator: false, created_at: now, updated_at: now
+    id: '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10',
+    username: 'ada',
+    email: 'ada@example.com',
+    password_hash: 'x',
+    is_active: true,
+    is_creator: false,
+    created_at: now,
+    updated_at: now
   }).execute()
   const flags = async () => {
     const row = await db.selectFrom('user').select(['is_creator', 'is_active']).where('username', '=', 'ada').executeTakeFirstOrThrow()

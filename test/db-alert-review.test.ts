@@ -18,16 +18,32 @@ t.test(`${MIGRATION}: review alerts from before name their review; the alert goe
 
   const now = writeTimeIso()
   const user = (username: string) => ({
-    id: randomUUID(), username, email: `${username}@example.com`, password_hash: 'x', is_active: true, is_creator: true,
-    created_at: now, updated_at: now
+    id: randomUUID(),
+    username,
+    email: `${username}@example.com`,
+    password_hash: 'x',
+    is_active: true,
+    is_creator: true,
+    created_at: now,
+    updated_at: now
   })
   // `ann_b` and `ann-b` differ where LIKE's `_` would match either: the match must be exact
   const [creator, ann, annDash] = [user('creator'), user('ann_b'), user('ann-b')]
   await db.insertInto('user').values([creator, ann, annDash]).execute()
   const postId = randomUUID()
   await db.insertInto('post').values({
-    id: postId, creator_id: creator.id, type: 'ARTICLE', slug: 'p', title: 'P', body: '', tags: '[]', media_url: null,
-    published_at: now, created_at: now, updated_at: now, sort_at: now
+    id: postId,
+    creator_id: creator.id,
+    type: 'ARTICLE',
+    slug: 'p',
+    title: 'P',
+    body: '',
+    tags: '[]',
+    media_url: null,
+    published_at: now,
+    created_at: now,
+    updated_at: now,
+    sort_at: now
   }).execute()
   const reviewOf = { [ann.id]: randomUUID(), [annDash.id]: randomUUID() }
   for (const author of [ann, annDash]) {

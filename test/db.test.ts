@@ -82,8 +82,18 @@ t.test('2026_11_28_0001_post_schedule: posts already due on a later day are coun
   const today = Math.floor(Date.now() / day) * day
   const written = writeTimeIso()
   const post = (slug: string, type: 'ARTICLE' | 'COURSE', publishedAt: string | null) => ({
-    id: `00000000-0000-4000-8000-${slug.padStart(12, '0')}`, creator_id: 'c', type, slug, title: slug, body: '', tags: '[]',
-    media_url: null, published_at: publishedAt, created_at: written, updated_at: written, sort_at: written
+    id: `00000000-0000-4000-8000-${slug.padStart(12, '0')}`,
+    creator_id: 'c',
+    type,
+    slug,
+    title: slug,
+    body: '',
+    tags: '[]',
+    media_url: null,
+    published_at: publishedAt,
+    created_at: written,
+    updated_at: written,
+    sort_at: written
   })
   await db.insertInto('post').values([
     post('1', 'ARTICLE', written), post('2', 'ARTICLE', null), post('3', 'ARTICLE', new Date(today + day - 1).toISOString()),
@@ -592,7 +602,8 @@ t.test('public post lists read post_sort_at_idx from now plus the slack down, an
   const visibleUntil = statement.parameters.map(p => Date.parse(String(p))).find(ms => ms > Date.now() + 60_000)
   t.ok(visibleUntil !== undefined && Math.abs(visibleUntil - (Date.now() + VISIBLE_SORT_AT_SLACK_MS)) < 60_000, 'by now plus the slack')
   const plan = await planOf(db, statement)
-  t.match(plan, isPostgres(db) ? /Index Cond: \(+sort_at <= / : /post_sort_at_idx \(sort_at<\?\)/, 'the index is entered at the bound, not walked from its head')
+  t.match(plan, isPostgres(db) ? /Index Cond: \(+sort_at <= / : /post_sort_at_idx \(sort_at<\?\)/, 'the index is entered at the bound, ' +
+    'not walked from its head')
 
   const first = await listPostsAfter(db, { limit: 5 })
   captured.length = 0

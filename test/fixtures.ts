@@ -29,12 +29,25 @@ export async function createUser (app: FastifyInstance, opts: { username?: strin
   const hash = cachedHashes.get(cost) ?? hashPassword(PASSWORD, cost)
   cachedHashes.set(cost, hash)
   await app.db.insertInto('user').values({
-    id, username, email, password_hash: await hash,
-    is_active: opts.active ?? true, is_creator: opts.creator ?? false, created_at: now, updated_at: now
+    id,
+    username,
+    email,
+    password_hash: await hash,
+    is_active: opts.active ?? true,
+    is_creator: opts.creator ?? false,
+    created_at: now,
+    updated_at: now
   }).execute()
   await app.db.insertInto('profile').values({
-    id, first_name: opts.firstName ?? 'Test', last_name: opts.lastName ?? 'User', age: null, favorite_band: null,
-    website: null, avatar_url: null, created_at: now, updated_at: now
+    id,
+    first_name: opts.firstName ?? 'Test',
+    last_name: opts.lastName ?? 'User',
+    age: null,
+    favorite_band: null,
+    website: null,
+    avatar_url: null,
+    created_at: now,
+    updated_at: now
   }).execute()
   const token = app.issueToken({ id, generation: 0 }).access_token
   const user = { id, username, email, token, headers: { authorization: `Bearer ${token}` } }

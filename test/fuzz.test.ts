@@ -24,7 +24,6 @@ const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined
 const ODD_CONTENT_TYPES = ['text/plain', 'application/xml', 'application/json\tx', ' application/json', 'application/json ;',
   'application/jsonp', 'multipart/form-data', 'application/x-www-form-urlencoded; charset=utf-16', '']
 
-
 /** One generated request and whether the document's own schemas say it is invalid. */
 interface Case {
   params: Record<string, string>
@@ -226,4 +225,3 @@ function responseValidator (doc: Schema) {
 function rebase (schema: Schema): Schema {
   return JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'))
 }
-

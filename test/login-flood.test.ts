@@ -17,7 +17,8 @@ t.test('a media download completes while a login flood is hashing', async (t) =>
   const user = await createUser(app, { verified: true }) // uploads need a verified address
   const file = Buffer.from('x'.repeat(64 * 1024))
   const upload = await app.inject({
-    method: 'POST', url: '/v1/media',
+    method: 'POST',
+    url: '/v1/media',
     headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
     payload: Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n`), file, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)])
   })

@@ -11,7 +11,9 @@ export const MISSING = '00000000-0000-4000-8000-000000000000'
 /** Creates a post through the API (201 asserted by the caller's use of its id). */
 export async function createPost (app: FastifyInstance, user: TestUser, body: Record<string, unknown> = {}) {
   const res = await app.inject({
-    method: 'POST', url: '/v1/posts', headers: user.headers,
+    method: 'POST',
+    url: '/v1/posts',
+    headers: user.headers,
     payload: { title: `Post ${Math.random().toString(36).slice(2)}`, type: 'ARTICLE', ...body }
   })
   if (res.statusCode !== 201) throw new Error(`createPost: ${res.statusCode} ${res.body}`)
@@ -23,8 +25,18 @@ export async function insertPost (app: FastifyInstance, creatorId: string, field
   const id = randomUUID()
   const now = writeTimeIso()
   await app.db.insertInto('post').values({
-    id, creator_id: creatorId, type: fields.type ?? 'ARTICLE', slug: `post-${id}`, title: fields.title ?? 'A post', body: '', tags: JSON.stringify(fields.tags ?? []),
-    media_url: null, published_at: fields.published_at === undefined ? now : fields.published_at, created_at: now, updated_at: now, sort_at: now
+    id,
+    creator_id: creatorId,
+    type: fields.type ?? 'ARTICLE',
+    slug: `post-${id}`,
+    title: fields.title ?? 'A post',
+    body: '',
+    tags: JSON.stringify(fields.tags ?? []),
+    media_url: null,
+    published_at: fields.published_at === undefined ? now : fields.published_at,
+    created_at: now,
+    updated_at: now,
+    sort_at: now
   }).execute()
   return id
 }

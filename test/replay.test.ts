@@ -47,8 +47,13 @@ class Recorder {
     } else if (options.body !== undefined) request.payload = options.body as object
     const res = await this.app.inject(request)
     this.exchanges.push({
-      method, url, auth: 'authorization' in headers, request, status: res.statusCode,
-      headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), String(v)])), body: res.rawPayload
+      method,
+      url,
+      auth: 'authorization' in headers,
+      request,
+      status: res.statusCode,
+      headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), String(v)])),
+      body: res.rawPayload
     })
     return { status: res.statusCode, headers: res.headers, json: () => JSON.parse(res.body) }
   }
@@ -247,8 +252,11 @@ async function record (app: FastifyInstance, r: Recorder) {
   const st = await r.send('GET', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada })
   const mary = { first_name: 'Mary', last_name: 'Somerville', sex: 'F' }
   await r.send('PUT', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, body: mary, headers: ifMatch(st) })
-  await r.send('PATCH', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, raw: JSON.stringify({ email: 'mary@example.com' }),
-    type: MERGE })
+  await r.send('PATCH', `/v1/classes/${klass.id}/students/${student.id}`, {
+    user: ada,
+    raw: JSON.stringify({ email: 'mary@example.com' }),
+    type: MERGE
+  })
   await r.send('PATCH', `/v1/classes/${klass.id}/students/${student.id}`, { user: grace, body: { first_name: 'Not mine' } })
   await r.send('DELETE', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada, headers: { 'if-match': '"stale"' } })
   await r.send('DELETE', `/v1/classes/${klass.id}/students/${student.id}`, { user: ada })

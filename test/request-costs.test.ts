@@ -52,7 +52,8 @@ t.test('a signed-in non-creator is 403 before the body is read; a creator\'s dee
   t.same([refused.res.statusCode, json(refused.res).code], [403, 'UserNotCreator'])
   t.ok(refused.stalledMs < BUDGET_MS, `the loop stalled ${refused.stalledMs.toFixed(0)} ms`)
   const deep = await timed(app, { method: 'POST', url: '/v1/posts', payload, headers: { ...creator.headers, ...headers } })
-  t.same([deep.res.statusCode, json(deep.res).code, json(deep.res).detail], [413, 'PayloadTooLarge', 'a JSON body nests at most 32 levels of arrays and objects'])
+  t.same([deep.res.statusCode, json(deep.res).code, json(deep.res).detail], [413, 'PayloadTooLarge', 'a JSON body nests at most 32 ' +
+    'levels of arrays and objects'])
   t.ok(deep.stalledMs < BUDGET_MS, `the loop stalled ${deep.stalledMs.toFixed(0)} ms`)
   const nobody = await timed(app, { method: 'POST', url: '/v1/posts', payload, headers })
   t.equal(nobody.res.statusCode, 401, 'no token: 401, nothing read')
@@ -139,7 +140,13 @@ t.test('a control character in any string of a body is 422 naming where, and not
   const creator = await createCreator(app)
   const send = (payload: string) => app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'content-type': 'application/json' }, payload })
   const res = await send('{"type":"ARTICLE","title":"T","body":"a\\u0001b"}')
-  t.same([res.statusCode, json(res).errors], [422, [{ in: 'body', field: '/body', rule: 'controlCharacters', message: 'must not hold control characters other than tab, line feed and carriage return' }]])
+  t.same([res.statusCode, json(res).errors], [422, [{
+    in: 'body',
+    field: '/body',
+    rule: 'controlCharacters',
+    message:
+    'must not hold control characters other than tab, line feed and carriage return'
+  }]])
   const tags = await send('{"type":"ARTICLE","title":"T","tags":["ok","\\u001f"]}')
   t.equal(json(tags).errors[0].field, '/tags/1')
   const sloppy = await send('{"type":"ARTICLE","title":"T","body":"tab\\tline\\nreturn\\r"}')

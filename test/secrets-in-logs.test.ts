@@ -24,7 +24,9 @@ t.test('no log line carries a token, a password or the JWT secret', async (t) =>
   const jsonLogin = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: 'ada', password } })
   tokens.push(json(jsonLogin).access_token)
   const formLogin = await app.inject({
-    method: 'POST', url: '/v1/auth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    url: '/v1/auth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     payload: `grant_type=password&username=ada&password=${encodeURIComponent(password)}`
   })
   tokens.push(json(formLogin).access_token)

@@ -16,7 +16,6 @@ const SERVER = 'dist/server.js'
 // A start on a busy machine compiles every schema first; this is a deadline, not a measurement.
 const START_DEADLINE_MS = 120_000
 
-
 function canConnect (port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')

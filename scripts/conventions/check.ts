@@ -417,7 +417,7 @@ export function checkTables (tables: TableInfo[]): Finding[] {
       const { name, dataType } = column
       if (!SNAKE.test(name)) add('column-snake-case', `"${name}" is not snake_case`, name)
       if (TIMESTAMP_TYPE.test(dataType) && !name.endsWith('_at')) add('column-at', `a date-time column (${dataType}) must end in _at`, name)
-      if (DATE_TYPE.test(dataType) && !name.endsWith('_date')) add('column-date', `a date column must end in _date`, name)
+      if (DATE_TYPE.test(dataType) && !name.endsWith('_date')) add('column-date', 'a date column must end in _date', name)
       // SQLite keeps both as ISO text, so text is accepted there.
       if (name.endsWith('_at') && !TIMESTAMP_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) add('column-at', `an _at column must hold date-times, not ${dataType}`, name)
       if (name.endsWith('_date') && !DATE_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) add('column-date', `a _date column must hold dates, not ${dataType}`, name)

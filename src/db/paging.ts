@@ -151,7 +151,6 @@ export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, key
   }
 }
 
-
 /**
  * A keyset list (v2's pages): `positioned` gives the select of the rows after a position, filtered,
  * without order or limit. A page reads its keys on the table alone first, then its rows, where

@@ -101,8 +101,13 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
   const id = randomUUID()
   const now = writeTimeIso()
   await db.insertInto('class').values({
-    id, owner_id: ownerId, name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null,
-    created_at: now, updated_at: now
+    id,
+    owner_id: ownerId,
+    name: body.name,
+    course_id: body.course_id ?? null,
+    starts_date: body.starts_date ?? null,
+    created_at: now,
+    updated_at: now
   }).execute()
   return getClass(db, id, ownerId)
 }
@@ -167,8 +172,14 @@ export async function createStudent (db: Db, classId: string, body: StudentCreat
   const id = randomUUID()
   const now = writeTimeIso()
   await db.insertInto('student').values({
-    id, class_id: classId, first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex,
-    email: body.email ?? null, created_at: now, updated_at: now
+    id,
+    class_id: classId,
+    first_name: body.first_name,
+    last_name: body.last_name ?? null,
+    sex: body.sex,
+    email: body.email ?? null,
+    created_at: now,
+    updated_at: now
   }).execute()
   return getStudent(db, classId, id)
 }

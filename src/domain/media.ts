@@ -79,7 +79,7 @@ export function isActiveContent (mediaType: string): boolean {
 }
 
 // Control characters that plain text does not contain (tab, line feed, form feed, carriage return are fine).
-const CONTROL = /[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f]/ // eslint-disable-line no-control-regex
+const CONTROL = /[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f]/
 
 function isUtf8Text (head: Buffer, cut: boolean): boolean {
   const decoder = new TextDecoder('utf-8', { fatal: true })

@@ -223,9 +223,18 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const slug = input.slug ?? slugify(input.title)
   return inTransaction(db, () => slug, async (trx) => {
     await insertPost(trx, undefined, {
-      id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '',
-      tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
-      created_at: now, updated_at: now, sort_at: latest(now, publishedAt)
+      id,
+      creator_id: creatorId,
+      type: input.type,
+      slug,
+      title: input.title,
+      body: input.body ?? '',
+      tags: JSON.stringify(tags),
+      media_url: input.media_url ?? null,
+      published_at: publishedAt,
+      created_at: now,
+      updated_at: now,
+      sort_at: latest(now, publishedAt)
     })
     await writeTags(trx, id, tags)
     return toPost((await postById(trx, id))[0])
@@ -251,9 +260,15 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
       : input.published_at === null ? null : parseDateTimeInput(input.published_at)
     const tags = normaliseTags(input.tags ?? [])
     await trx.updateTable('post').set({
-      type: input.type, slug, title: input.title, body: input.body ?? '',
-      tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
-      updated_at: now, sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
+      type: input.type,
+      slug,
+      title: input.title,
+      body: input.body ?? '',
+      tags: JSON.stringify(tags),
+      media_url: input.media_url ?? null,
+      published_at: publishedAt,
+      updated_at: now,
+      sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
     }).where('id', '=', postId).execute()
     await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
     await writeTags(trx, postId, tags)

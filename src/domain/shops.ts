@@ -138,7 +138,7 @@ export async function listProducts (db: Db, shopId: string, query: ProductListQu
 /** A product is found only under its own shop: under another shop it is 404. */
 export async function getProduct (db: Db, shopId: string, productId: string): Promise<Product> {
   const row = await orNotFound(productInShop(db, productId, shopId),
-  'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
+    'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
   return toProduct(row)
 }
 
@@ -146,8 +146,14 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
   const now = writeTimeIso()
   const id = randomUUID()
   await db.insertInto('product').values({
-    id, shop_id: shopId, name: body.name, description: body.description ?? null,
-    price_cents: body.price_cents, currency: body.currency, created_at: now, updated_at: now
+    id,
+    shop_id: shopId,
+    name: body.name,
+    description: body.description ?? null,
+    price_cents: body.price_cents,
+    currency: body.currency,
+    created_at: now,
+    updated_at: now
   }).execute()
   return getProduct(db, shopId, id)
 }

@@ -98,9 +98,15 @@ export async function signUp (db: Db, input: ProfileCreate, verification: Verifi
         id, username, email, password_hash: passwordHash, is_active: true, is_creator: false, created_at: now, updated_at: now
       }).execute()
       await trx.insertInto('profile').values({
-        id, first_name: input.first_name, last_name: input.last_name ?? null, age: input.age ?? null,
-        favorite_band: input.favorite_band ?? null, website: input.website ?? null, avatar_url: null,
-        created_at: now, updated_at: now
+        id,
+        first_name: input.first_name,
+        last_name: input.last_name ?? null,
+        age: input.age ?? null,
+        favorite_band: input.favorite_band ?? null,
+        website: input.website ?? null,
+        avatar_url: null,
+        created_at: now,
+        updated_at: now
       }).execute()
       await queueVerificationEmail(trx, verification, { id, username, email })
     })

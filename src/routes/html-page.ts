@@ -23,4 +23,3 @@ ${body}
 export function escapeHtml (text: string): string {
   return text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 }
-

@@ -19,7 +19,8 @@ const operations: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { rateLimit: false, pressure: false },
     schema: {
       tags: ['operations'],
-      operationId: 'getHealth', description: 'Anyone, never rate-limited or shed: whether the server and its database answer (503 when the database does not). Changes nothing.',
+      operationId: 'getHealth',
+      description: 'Anyone, never rate-limited or shed: whether the server and its database answer (503 when the database does not). Changes nothing.',
       summary: 'Liveness and database check',
       response: { 200: ref(Health), 503: ref(Health) }
     }
@@ -34,7 +35,8 @@ const operations: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/version', {
     schema: {
       tags: ['operations'],
-      operationId: 'getVersion', description: 'Anyone: the server\'s version, the API versions it serves and the deployed commit. Changes nothing.',
+      operationId: 'getVersion',
+      description: 'Anyone: the server\'s version, the API versions it serves and the deployed commit. Changes nothing.',
       summary: 'Server and API versions',
       response: { 200: ref(Version) }
     }

@@ -176,7 +176,13 @@ t.test('a merge patch is refused where no PATCH is, and parsed with the JSON par
   const poisoned = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":"ab","__proto__":{"x":1}}' })
   t.equal(poisoned.statusCode, 400, 'a __proto__ member is refused')
   t.equal(json(poisoned).code, 'MalformedBody')
-  const ctor = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":"ab","constructor":{"prototype":{"x":1}}}' })
+  const ctor = await app.inject({
+    method: 'PATCH',
+    url: '/things',
+    headers: { 'content-type': 'application/merge-patch+json' },
+    payload:
+    '{"name":"ab","constructor":{"prototype":{"x":1}}}'
+  })
   t.equal(ctor.statusCode, 400, 'so is a constructor.prototype member')
   const broken = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":' })
   t.equal(broken.statusCode, 400)

@@ -79,7 +79,13 @@ t.test('validation failures are 422 ValidationFailed with errors[] naming where,
     ['body: a JSON value of the wrong type is not coerced', `/things/${ID}`, { name: 12 }, {}, [{ in: 'body', field: '/name', rule: 'type', message: 'must be a string' }]],
     ['query: out of range', `/things/${ID}?limit=0`, { name: 'ab' }, {}, [{ in: 'query', field: '/limit', rule: 'minimum', message: 'must be 1 or more' }]],
     ['query: an unknown parameter is refused', `/things/${ID}?colour=red`, { name: 'ab' }, {}, [{ in: 'query', field: '/colour', rule: 'additionalProperties', message: 'is not a known property' }]],
-    ['path: a malformed id is 422, not 404', '/things/not-a-uuid', { name: 'ab' }, {}, [{ in: 'path', field: '/thingId', rule: 'format', message: 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10' }]],
+    ['path: a malformed id is 422, not 404', '/things/not-a-uuid', { name: 'ab' }, {}, [{
+      in: 'path',
+      field: '/thingId',
+      rule: 'format',
+      message:
+      'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'
+    }]],
     ['header: a rule of a header', `/things/${ID}`, { name: 'ab' }, { 'x-tenant': 'ab' }, [{ in: 'header', field: '/x-tenant', rule: 'minLength', message: 'must be at least 3 characters long' }]]
   ]
   for (const [name, url, payload, headers, errors] of cases) {

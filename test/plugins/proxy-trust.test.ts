@@ -45,7 +45,9 @@ for (const form of FORMS) {
       for (let n = 1; n <= 25; n++) {
         for (const [remoteAddress, forwardedFor] of [[PROXY, `10.9.0.${n}, 203.0.113.50`], [STRANGER, `10.9.0.${n}`]]) {
           const res = await app.inject({
-            method: 'POST', url: '/v1/auth/token', remoteAddress,
+            method: 'POST',
+            url: '/v1/auth/token',
+            remoteAddress,
             headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': forwardedFor },
             payload: { username: 'victim', password: 'wrong password' }
           })

@@ -16,7 +16,13 @@ t.test('sign-up failures read as sentences; field, rule and in stay as they were
   t.equal(res.statusCode, 422)
   const errors = json(res).errors as Array<{ in: string, field: string, rule: string, message: string }>
   const by = (field: string) => errors.find(e => e.field === field)
-  t.same(by('/username'), { in: 'body', field: '/username', rule: 'pattern', message: "must be one or more letters, digits, '_' or '-' (spaces around it are ignored)" })
+  t.same(by('/username'), {
+    in: 'body',
+    field: '/username',
+    rule: 'pattern',
+    message: "must be one or more letters, digits, '_' or '-' " +
+    '(spaces around it are ignored)'
+  })
   t.same(by('/age'), { in: 'body', field: '/age', rule: 'type', message: 'must be an integer or null' })
   t.same(by('/favorite_band'), { in: 'body', field: '/favorite_band', rule: 'enum', message: `must be one of: ${BANDS.join(', ')}, null` })
   t.same(by('/first_name'), { in: 'body', field: '/first_name', rule: 'minLength', message: 'must not be empty' })
@@ -30,8 +36,10 @@ t.test('query, path and list rules in words', async (t) => {
   const creator = await createCreator(app)
   const cases: Array<[string, string, string, string]> = [
     ['/v1/posts?limit=500', '/limit', 'maximum', 'must be 100 or less'],
-    ['/v1/posts?sort=rating', '/sort', 'pattern', 'must be fields among created_at, updated_at, published_at, title, comma-separated, each at most once (a leading - sorts descending)'],
-    ['/v1/posts?tags=a%20b', '/tags', 'pattern', "must be a comma list of up to 10 items, each a letter or digit followed by up to 31 letters, digits, '_' or '-'"],
+    ['/v1/posts?sort=rating', '/sort', 'pattern', 'must be fields among created_at, updated_at, published_at, title, comma-separated, ' +
+      'each at most once (a leading - sorts descending)'],
+    ['/v1/posts?tags=a%20b', '/tags', 'pattern', 'must be a comma list of up to 10 items, each a letter or digit followed by up to 31 ' +
+      "letters, digits, '_' or '-'"],
     ['/v1/posts?type=VIDEO', '/type', 'enum', 'must be one of: ARTICLE, COURSE'],
     ['/v1/alerts?kind=mention', '/kind', 'anyOf', 'must be one of: review, comment'],
     ['/v1/posts/not-a-uuid', '/postId', 'format', 'must be a UUID such as 7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10'],

@@ -28,7 +28,17 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   const auth = [...authErrors, 'ValidationFailed'] as const
 
   fastify.get('/classes', {
-    schema: { tags, security, operationId: 'listClasses', description: 'Any signed-in active user: every class the caller may see, filtered by owner or course. The classes of a draft or scheduled course are listed to the course\'s creator only (for anyone else they are as absent as those of a missing course). Changes nothing.', summary: 'All classes', querystring: ClassListQuery, response: { 200: ref(ClassList), ...errorResponses(...auth) } }
+    schema: {
+      tags,
+      security,
+      operationId: 'listClasses',
+      description: 'Any signed-in active user: every class the caller may see, ' +
+      'filtered by owner or course. The classes of a draft or scheduled course are listed to the course\'s creator only (for anyone else ' +
+      'they are as absent as those of a missing course). Changes nothing.',
+      summary: 'All classes',
+      querystring: ClassListQuery,
+      response: { 200: ref(ClassList), ...errorResponses(...auth) }
+    }
   }, async (request, reply) => {
     const { items, total } = await listClasses(db, request.user.id, request.query, request.query)
     return listReply(request, reply, 'classes', items, total, request.query)
@@ -38,7 +48,15 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     onRequest: fastify.requireCreator,
     schema: {
-      tags, security, operationId: 'createClass', description: 'Active creators: opens a class, optionally for one of the caller\'s own COURSE posts (another creator\'s published course is 403; an article, a missing course or another creator\'s draft or scheduled course 422, alike). The caller owns the class.', summary: 'Open a class, optionally for one of your courses (creators)', headers: IdempotencyHeaders, body: ref(ClassCreate),
+      tags,
+      security,
+      operationId: 'createClass',
+      description: 'Active creators: opens a class, optionally for one of the caller\'s own COURSE posts (another creator\'s published ' +
+        'course is 403; an article, a missing course or another creator\'s draft or scheduled course 422, alike). ' +
+        'The caller owns the class.',
+      summary: 'Open a class, optionally for one of your courses (creators)',
+      headers: IdempotencyHeaders,
+      body: ref(ClassCreate),
       response: { 201: ref(Class), ...errorResponses(...auth, 'UserNotCreator', 'UserNotOwner', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -48,13 +66,29 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/classes/:classId', {
     config: { etag: true },
-    schema: { tags, security, operationId: 'getClass', description: 'Any signed-in active user: one class; a class of a draft or scheduled course only to the course\'s creator (anyone else 404, as for a missing class). Changes nothing.', summary: 'One class', params: ClassParams, response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') } }
+    schema: {
+      tags,
+      security,
+      operationId: 'getClass',
+      description: 'Any signed-in active user: one class; ' +
+      'a class of a draft or scheduled course only to the course\'s creator (anyone else 404, as for a missing class). Changes nothing.',
+      summary: 'One class',
+      params: ClassParams,
+      response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') }
+    }
   }, async (request) => getClass(db, request.params.classId, request.user.id))
 
   fastify.get('/classes/:classId/students', {
     config: { owner: ownClass },
     schema: {
-      tags, security, operationId: 'listStudents', description: 'The class owner only (others 403; 404 for a class the caller cannot see): the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.', summary: 'Students of a class (owner); filter sex; limit/offset or page/count', params: ClassParams, querystring: StudentListQuery,
+      tags,
+      security,
+      operationId: 'listStudents',
+      description: 'The class owner only (others 403; 404 for a class the caller cannot see): ' +
+        'the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.',
+      summary: 'Students of a class (owner); filter sex; limit/offset or page/count',
+      params: ClassParams,
+      querystring: StudentListQuery,
       response: { 200: ref(StudentList), ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound') }
     }
   }, async (request, reply) => {
@@ -67,7 +101,14 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/classes/:classId/students', {
     config: { idempotent: true, owner: { ...ownClass, creator: true } },
     schema: {
-      tags, security, operationId: 'createStudent', description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.', summary: 'Add a student to a class (owner)', params: ClassParams, headers: IdempotencyHeaders, body: ref(StudentCreate),
+      tags,
+      security,
+      operationId: 'createStudent',
+      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.',
+      summary: 'Add a student to a class (owner)',
+      params: ClassParams,
+      headers: IdempotencyHeaders,
+      body: ref(StudentCreate),
       response: { 201: ref(Student), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -79,7 +120,12 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/classes/:classId/students/:studentId', {
     config: { etag: true, owner: ownClass },
     schema: {
-      tags, security, operationId: 'getStudent', description: 'The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.', summary: 'One student of a class (owner)', params: StudentParams,
+      tags,
+      security,
+      operationId: 'getStudent',
+      description: 'The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.',
+      summary: 'One student of a class (owner)',
+      params: StudentParams,
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
     }
   }, async (request) => {
@@ -127,10 +173,14 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/classes/:classId', {
     config: { owner: ownClass },
     schema: {
-      tags, security, operationId: 'deleteClass',
+      tags,
+      security,
+      operationId: 'deleteClass',
       description: 'The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students ' +
         'in the same change. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
-      summary: 'Close a class and remove its students (owner)', params: ClassParams, headers: IfMatchHeaders,
+      summary: 'Close a class and remove its students (owner)',
+      params: ClassParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
@@ -167,10 +217,14 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/classes/:classId/students/:studentId', {
     config: { owner: ownStudent },
     schema: {
-      tags, security, operationId: 'deleteStudent',
+      tags,
+      security,
+      operationId: 'deleteStudent',
       description: 'The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. ' +
         'A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
-      summary: 'Remove a student from a class (class owner)', params: StudentParams, headers: IfMatchHeaders,
+      summary: 'Remove a student from a class (class owner)',
+      params: StudentParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {

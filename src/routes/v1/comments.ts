@@ -21,11 +21,15 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     response: Comment,
     errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed'],
     put: {
-      operationId: 'updateComment', description: 'The comment\'s author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updateComment',
+      description: 'The comment\'s author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the text of a comment (author)'
     },
     patch: {
-      operationId: 'patchComment', description: 'The comment\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchComment',
+      description: 'The comment\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): ' +
+        'a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). ' +
+        'A stale If-Match is 412 and changes nothing.',
       summary: 'Change a comment (author), a JSON Merge Patch'
     },
     fieldsOf: commentFields,
@@ -38,7 +42,8 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       security,
-      operationId: 'deleteComment', description: 'The comment\'s author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.',
+      operationId: 'deleteComment',
+      description: 'The comment\'s author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.',
       summary: 'Delete a comment (author)',
       params: CommentParams,
       headers: IfMatchHeaders,
@@ -56,21 +61,24 @@ export default postChildRoutes({
   idParam: 'commentId',
   tags,
   list: {
-    operationId: 'listComments', description: 'Anyone for a published post; with a token, the creator of a draft too. The comments of a post, oldest first. Changes nothing.',
+    operationId: 'listComments',
+    description: 'Anyone for a published post; with a token, the creator of a draft too. The comments of a post, oldest first. Changes nothing.',
     summary: 'The comments of a post, oldest first',
     querystring: CommentListQuery,
     response: CommentList,
     run: listComments
   },
   get: {
-    operationId: 'getComment', description: 'Anyone for a published post; with a token, the creator of a draft too. One comment. Changes nothing.',
+    operationId: 'getComment',
+    description: 'Anyone for a published post; with a token, the creator of a draft too. One comment. Changes nothing.',
     summary: 'One comment of a post',
     params: CommentParams,
     response: Comment,
     run: getComment
   },
   create: {
-    operationId: 'createComment', description: 'Any signed-in active user: adds a comment and alerts the post\'s creator (an alert and an e-mail) unless the author is the creator.',
+    operationId: 'createComment',
+    description: 'Any signed-in active user: adds a comment and alerts the post\'s creator (an alert and an e-mail) unless the author is the creator.',
     summary: 'Comment on a post (any active user); alerts the post\'s creator',
     body: CommentWrite,
     response: Comment,

@@ -28,12 +28,27 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/courses/:courseId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getCourse', description: 'Anyone for a published course; with a token, its creator for a draft too. The course post with its number of chapters. Changes nothing.', security: optionalSecurity, summary: 'One course, with its number of chapters', params: CourseParams, response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') } }
+    schema: {
+      tags,
+      operationId: 'getCourse',
+      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
+      'The course post with its number of chapters. Changes nothing.',
+      security: optionalSecurity,
+      summary: 'One course, with its number of chapters',
+      params: CourseParams,
+      response: { 200: ref(Course), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') }
+    }
   }, async (request) => getCourse(db, request.params.courseId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters', {
     schema: {
-      tags, operationId: 'listChapters', description: 'Anyone for a published course; with a token, its creator for a draft too. The chapters in position order. Changes nothing.', security: optionalSecurity, summary: 'Chapters of a course, in position order', params: CourseParams, querystring: PositionedListQuery,
+      tags,
+      operationId: 'listChapters',
+      description: 'Anyone for a published course; with a token, its creator for a draft too. The chapters in position order. Changes nothing.',
+      security: optionalSecurity,
+      summary: 'Chapters of a course, in position order',
+      params: CourseParams,
+      querystring: PositionedListQuery,
       response: { 200: ref(ChapterList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound') }
     }
   }, async (request, reply) => {
@@ -43,12 +58,27 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/chapters/:chapterId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getChapter', description: 'Anyone for a published course; with a token, its creator for a draft too. One chapter. Changes nothing.', security: optionalSecurity, summary: 'One chapter', params: ChapterParams, response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') } }
+    schema: {
+      tags,
+      operationId: 'getChapter',
+      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
+      'One chapter. Changes nothing.',
+      security: optionalSecurity,
+      summary: 'One chapter',
+      params: ChapterParams,
+      response: { 200: ref(Chapter), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'ChapterNotFound') }
+    }
   }, async (request) => getChapter(db, request.params.chapterId, callerId(request)))
 
   fastify.get('/courses/:courseId/chapters/:chapterId/lessons', {
     schema: {
-      tags, operationId: 'listLessons', description: 'Anyone for a published course; with a token, its creator for a draft too. The lessons of a chapter in position order. Changes nothing.', security: optionalSecurity, summary: 'Lessons of a chapter, in position order', params: CourseChapterParams, querystring: PositionedListQuery,
+      tags,
+      operationId: 'listLessons',
+      description: 'Anyone for a published course; with a token, its creator for a draft too. The lessons of a chapter in position order. Changes nothing.',
+      security: optionalSecurity,
+      summary: 'Lessons of a chapter, in position order',
+      params: CourseChapterParams,
+      querystring: PositionedListQuery,
       response: { 200: ref(LessonList), ...errorResponses(...tokenErrors, 'ValidationFailed', 'CourseNotFound', 'ChapterNotFound') }
     }
   }, async (request, reply) => {
@@ -59,7 +89,16 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/lessons/:lessonId', {
     config: { etag: true },
-    schema: { tags, operationId: 'getLesson', description: 'Anyone for a published course; with a token, its creator for a draft too. One lesson. Changes nothing.', security: optionalSecurity, summary: 'One lesson (where a new lesson\'s Location points)', params: LessonParams, response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') } }
+    schema: {
+      tags,
+      operationId: 'getLesson',
+      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
+      'One lesson. Changes nothing.',
+      security: optionalSecurity,
+      summary: 'One lesson (where a new lesson\'s Location points)',
+      params: LessonParams,
+      response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') }
+    }
   }, async (request) => getLesson(db, request.params.lessonId, callerId(request)))
 
   await fastify.register(writes)
@@ -73,7 +112,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/courses/:courseId/chapters', {
     config: { idempotent: true, owner: ownCourse },
     schema: {
-      tags, security, operationId: 'createChapter', description: 'The course\'s owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.', summary: 'Add a chapter at a position, or at the end (course owner)', params: CourseParams, headers: IdempotencyHeaders, body: ref(ChapterCreate),
+      tags,
+      security,
+      operationId: 'createChapter',
+      description: 'The course\'s owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.',
+      summary: 'Add a chapter at a position, or at the end (course owner)',
+      params: CourseParams,
+      headers: IdempotencyHeaders,
+      body: ref(ChapterCreate),
       response: { 201: ref(Chapter), ...errorResponses(...auth) }
     }
   }, async (request, reply) => {
@@ -85,7 +131,15 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/courses/:courseId/chapters/:chapterId/lessons', {
     config: { idempotent: true, owner: ownCourse },
     schema: {
-      tags, security, operationId: 'createLesson', description: 'The course\'s owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons shift down) or at the end.', summary: 'Add a lesson at a position, or at the end (course owner)', params: CourseChapterParams, headers: IdempotencyHeaders, body: ref(LessonCreate),
+      tags,
+      security,
+      operationId: 'createLesson',
+      description: 'The course\'s owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons ' +
+        'shift down) or at the end.',
+      summary: 'Add a lesson at a position, or at the end (course owner)',
+      params: CourseChapterParams,
+      headers: IdempotencyHeaders,
+      body: ref(LessonCreate),
       response: { 201: ref(Lesson), ...errorResponses(...auth, 'ChapterNotFound') }
     }
   }, async (request, reply) => {
@@ -128,11 +182,15 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/chapters/:chapterId', {
     config: { owner: ownChapter },
     schema: {
-      tags, security, operationId: 'deleteChapter',
+      tags,
+      security,
+      operationId: 'deleteChapter',
       description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its ' +
         'lessons in the same change; the later chapters move up one place. A stale If-Match is 412 and removes nothing; a second ' +
         'DELETE is 404.',
-      summary: 'Remove a chapter and its lessons (course owner)', params: ChapterParams, headers: IfMatchHeaders,
+      summary: 'Remove a chapter and its lessons (course owner)',
+      params: ChapterParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...changes, 'ChapterNotFound') }
     }
   }, async (request, reply) => {
@@ -170,10 +228,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/lessons/:lessonId', {
     config: { owner: ownLesson },
     schema: {
-      tags, security, operationId: 'deleteLesson',
+      tags,
+      security,
+      operationId: 'deleteLesson',
       description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later ' +
         'lessons of its chapter move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
-      summary: 'Remove a lesson (course owner)', params: LessonParams, headers: IfMatchHeaders,
+      summary: 'Remove a lesson (course owner)',
+      params: LessonParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...changes, 'LessonNotFound') }
     }
   }, async (request, reply) => {

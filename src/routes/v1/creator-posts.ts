@@ -10,7 +10,8 @@ const creatorPosts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/creators/:profileId/posts', {
     schema: {
       tags: ['creators'],
-      operationId: 'listCreatorPosts', description: 'Anyone: a creator\'s published posts, newest activity first. Changes nothing.',
+      operationId: 'listCreatorPosts',
+      description: 'Anyone: a creator\'s published posts, newest activity first. Changes nothing.',
       summary: 'A creator\'s published posts, newest activity first',
       params: CreatorParams,
       querystring: CreatorPostListQuery,

@@ -10,7 +10,8 @@ const creators: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true },
     schema: {
       tags: ['creators'],
-      operationId: 'getCreator', description: 'Anyone: the public profile of a creator; a profile that is not a creator is 404. Changes nothing.',
+      operationId: 'getCreator',
+      description: 'Anyone: the public profile of a creator; a profile that is not a creator is 404. Changes nothing.',
       summary: 'A creator\'s public profile',
       params: ProfileParams,
       response: { 200: ref(Profile), 304: NotModified, ...errorResponses('ValidationFailed', 'ProfileNotFound', 'ProfileNotCreator') }

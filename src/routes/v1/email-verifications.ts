@@ -48,7 +48,8 @@ const resend: FastifyPluginAsyncTypebox = async (fastify) => {
       operationId: 'sendVerificationEmail',
       summary: 'E-mail yourself a new verification link',
       description: 'The caller only (userId must be the caller, else 403): queues a new link that verifies the caller\'s address (202); ' +
-        'earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. Counts against the per-user and per-recipient mail limits.',
+        'earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. ' +
+          'Counts against the per-user and per-recipient mail limits.',
       params: UserParams,
       response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailAlreadyVerified', 'ValidationFailed') }
     }

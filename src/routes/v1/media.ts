@@ -39,7 +39,10 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { etag: true, negotiatesAccept: true },
     schema: {
       tags: ['media'],
-      operationId: 'getMedia', description: 'Anyone (posts and avatars point here). `Accept` picks the representation: the file\'s own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; anything else is 406. Changes nothing.',
+      operationId: 'getMedia',
+      description: 'Anyone (posts and avatars point here). `Accept` picks the representation: ' +
+        'the file\'s own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; ' +
+        'anything else is 406. Changes nothing.',
       summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
       params: MediaParams,
       headers: MediaGetHeaders,
@@ -82,7 +85,12 @@ const media: FastifyPluginAsyncTypebox = async (fastify) => {
       preHandler: async (request) => { await requireVerifiedAddress(fastify.db, request.user.id) },
       schema: {
         tags: ['media'],
-        operationId: 'uploadMedia', description: 'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; over the per-upload limit 413 PayloadTooLarge, over what the caller\'s storage quota has left (uploads in progress count) 413 StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: a retry makes a second media.',
+        operationId: 'uploadMedia',
+        description: 'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): ' +
+          'uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; ' +
+          'over the per-upload limit 413 PayloadTooLarge, over what the caller\'s storage quota has left (uploads in progress count) 413 ' +
+          'StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: ' +
+          'a retry makes a second media.',
         summary: 'Upload a file (multipart/form-data, one file field `file`)',
         security,
         consumes: ['multipart/form-data'],

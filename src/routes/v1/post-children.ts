@@ -55,7 +55,8 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
       schema: {
         tags,
         security,
-        operationId: create.operationId, description: create.description,
+        operationId: create.operationId,
+        description: create.description,
         summary: create.summary,
         params: PostParams,
         headers: IdempotencyHeaders,
@@ -78,7 +79,9 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
       onRequest: fastify.authenticateIfToken,
       schema: {
         tags,
-        operationId: list.operationId, description: list.description, security: optionalSecurity,
+        operationId: list.operationId,
+        description: list.description,
+        security: optionalSecurity,
         summary: list.summary,
         params: PostParams,
         querystring: list.querystring,
@@ -95,7 +98,9 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
       config: { etag: true },
       schema: {
         tags,
-        operationId: get.operationId, description: get.description, security: optionalSecurity,
+        operationId: get.operationId,
+        description: get.description,
+        security: optionalSecurity,
         summary: get.summary,
         params: get.params,
         response: { 200: ref(get.response), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }

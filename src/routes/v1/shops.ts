@@ -34,7 +34,12 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/shops/:shopId/products', {
     schema: {
-      tags, operationId: 'listProducts', description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.', summary: 'The products of a shop', params: ShopParams, querystring: ProductListQuery,
+      tags,
+      operationId: 'listProducts',
+      description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.',
+      summary: 'The products of a shop',
+      params: ShopParams,
+      querystring: ProductListQuery,
       response: { 200: ref(ProductList), ...errorResponses('ValidationFailed', 'ShopNotFound') }
     }
   }, async (request, reply) => {
@@ -45,7 +50,11 @@ const shops: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/shops/:shopId/products/:productId', {
     config: { etag: true },
     schema: {
-      tags, operationId: 'getProduct', description: 'Anyone: one product of a shop. Changes nothing.', summary: 'One product of a shop', params: ProductParams,
+      tags,
+      operationId: 'getProduct',
+      description: 'Anyone: one product of a shop. Changes nothing.',
+      summary: 'One product of a shop',
+      params: ProductParams,
       response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
     }
   }, async (request) => getProduct(db, request.params.shopId, request.params.productId))
@@ -65,7 +74,13 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     config: { idempotent: true },
     onRequest: fastify.requireCreator,
     schema: {
-      tags, security, operationId: 'createShop', description: 'Active creators: opens a shop owned by the caller.', summary: 'Open a shop (creators)', headers: IdempotencyHeaders, body: ref(ShopWrite),
+      tags,
+      security,
+      operationId: 'createShop',
+      description: 'Active creators: opens a shop owned by the caller.',
+      summary: 'Open a shop (creators)',
+      headers: IdempotencyHeaders,
+      body: ref(ShopWrite),
       response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -82,11 +97,17 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     response: Shop,
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'PreconditionFailed'],
     put: {
-      operationId: 'updateShop', description: 'The shop\'s owner only, while still a creator (others 403): replaces its name and description. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updateShop',
+      description: 'The shop\'s owner only, while still a creator (others 403): replaces its name and description. ' +
+        'A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a shop\'s writable fields (owner)'
     },
     patch: {
-      operationId: 'patchShop', description: 'The shop\'s owner only, while still a creator (others 403): merges a JSON Merge Patch (RFC 7396) into its name and description: a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchShop',
+      description: 'The shop\'s owner only, while still a creator (others 403): ' +
+        'merges a JSON Merge Patch (RFC 7396) into its name and description: ' +
+        'a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. ' +
+        'The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a shop (owner), a JSON Merge Patch'
     },
     fieldsOf: shopFields,
@@ -97,7 +118,13 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/shops/:shopId', {
     config: { owner: ownShop },
     schema: {
-      tags, security, operationId: 'deleteShop', description: 'The shop\'s owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.', summary: 'Close a shop and remove its products (owner)', params: ShopParams, headers: IfMatchHeaders,
+      tags,
+      security,
+      operationId: 'deleteShop',
+      description: 'The shop\'s owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.',
+      summary: 'Close a shop and remove its products (owner)',
+      params: ShopParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {
@@ -108,7 +135,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/shops/:shopId/products', {
     config: { idempotent: true, owner: { ...ownShop, creator: true } },
     schema: {
-      tags, security, operationId: 'createProduct', description: 'The shop\'s owner only, while still a creator: adds a product to the shop.', summary: 'Add a product to a shop (owner)', params: ShopParams, headers: IdempotencyHeaders, body: ref(ProductWrite),
+      tags,
+      security,
+      operationId: 'createProduct',
+      description: 'The shop\'s owner only, while still a creator: adds a product to the shop.',
+      summary: 'Add a product to a shop (owner)',
+      params: ShopParams,
+      headers: IdempotencyHeaders,
+      body: ref(ProductWrite),
       response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'Conflict') }
     }
   }, async (request, reply) => {
@@ -126,11 +160,16 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     response: Product,
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
     put: {
-      operationId: 'updateProduct', description: 'The shop\'s owner only, while still a creator: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
+      operationId: 'updateProduct',
+      description: 'The shop\'s owner only, while still a creator: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a product\'s writable fields (shop owner)'
     },
     patch: {
-      operationId: 'patchProduct', description: 'The shop\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product\'s writable fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
+      operationId: 'patchProduct',
+      description: 'The shop\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product\'s writable ' +
+        'fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an ' +
+        'absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. ' +
+        'A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a product (shop owner), a JSON Merge Patch'
     },
     fieldsOf: productFields,
@@ -141,7 +180,13 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/shops/:shopId/products/:productId', {
     config: { owner: ownProduct },
     schema: {
-      tags, security, operationId: 'deleteProduct', description: 'The shop\'s owner only: removes the product. A stale If-Match is 412 and changes nothing.', summary: 'Remove a product (shop owner)', params: ProductParams, headers: IfMatchHeaders,
+      tags,
+      security,
+      operationId: 'deleteProduct',
+      description: 'The shop\'s owner only: removes the product. A stale If-Match is 412 and changes nothing.',
+      summary: 'Remove a product (shop owner)',
+      params: ProductParams,
+      headers: IfMatchHeaders,
       response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
     }
   }, async (request, reply) => {

@@ -64,7 +64,7 @@ t.test('POST /v1/auth/token', async (t) => {
   })
 
   t.test('an unknown form or JSON property is 422', async (t) => {
-    t.equal((await tokenForm(app, `grant_type=password&username=grace&password=x&client_secret=s`)).statusCode, 422)
+    t.equal((await tokenForm(app, 'grant_type=password&username=grace&password=x&client_secret=s')).statusCode, 422)
     t.equal((await tokenJson(app, { username: 'grace', password: PASSWORD, grant_type: 'password' })).statusCode, 422)
   })
 

@@ -298,7 +298,9 @@ t.test('concurrent moves, inserts and deletes never leave two chapters or lesson
     ...lessons.slice(0, 7).map((l, i) => patch(`/v1/lessons/${l.id}`, ((i * 3) % 8) + 1)),
     app.inject({ method: 'POST', url: `/v1/courses/${course}/chapters`, headers: owner.headers, payload: { title: 'new', position: 2 } }),
     app.inject({
-      method: 'POST', url: `/v1/courses/${course}/chapters/${chapters[0].id}/lessons`, headers: owner.headers,
+      method: 'POST',
+      url: `/v1/courses/${course}/chapters/${chapters[0].id}/lessons`,
+      headers: owner.headers,
       payload: { title: 'new', position: 1 }
     }),
     app.inject({ method: 'DELETE', url: `/v1/lessons/${lessons[7].id}`, headers: owner.headers })

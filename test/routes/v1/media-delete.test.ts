@@ -22,7 +22,9 @@ const TAIL = Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
 
 async function upload (app: FastifyInstance, user: TestUser, size = 1000) {
   const res = await app.inject({
-    method: 'POST', url: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
     payload: Buffer.concat([HEAD, randomBytes(size), TAIL])
   })
   return res

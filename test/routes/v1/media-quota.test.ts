@@ -71,7 +71,10 @@ t.test('an unverified address is refused before the body is read: a large upload
   let sent = 0
   const res = await new Promise<{ status: number, body: string, connection?: string }>((resolve, reject) => {
     const req = http.request({
-      port, host: '127.0.0.1', method: 'POST', path: '/v1/media',
+      port,
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/v1/media',
       headers: { ...user.headers, 'content-type': TYPE, 'content-length': String(HEAD.length + size + TAIL.length) }
     }, (res) => {
       let body = ''

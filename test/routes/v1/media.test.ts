@@ -341,7 +341,6 @@ t.test('POST /v1/media needs an active user', async (t) => {
   t.same(await snapshot(app), before)
 })
 
-
 /** Random bytes, generated chunk by chunk (never held whole). */
 function * generated (size: number, chunk = MiB): Generator<Buffer> {
   for (let sent = 0; sent < size; sent += chunk) yield randomBytes(Math.min(chunk, size - sent))

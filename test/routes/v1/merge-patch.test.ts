@@ -69,7 +69,9 @@ const resources: Resource[] = [
     owner: app => createUser(app),
     create: async (app, owner) => {
       const res = await app.inject({
-        method: 'PUT', url: '/v1/profiles/me', headers: owner.headers,
+        method: 'PUT',
+        url: '/v1/profiles/me',
+        headers: owner.headers,
         payload: { first_name: 'Ada', last_name: 'Lovelace', age: 36, favorite_band: 'Queen', website: 'https://ada.example.com', avatar_url: MEDIA }
       })
       if (res.statusCode !== 200) throw new Error(`profile: ${res.statusCode} ${res.body}`)
@@ -99,7 +101,9 @@ const resources: Resource[] = [
     create: async (app, owner) => {
       const shop = await newShop(app, owner)
       const res = await app.inject({
-        method: 'POST', url: `/v1/shops/${shop.id}/products`, headers: owner.headers,
+        method: 'POST',
+        url: `/v1/shops/${shop.id}/products`,
+        headers: owner.headers,
         payload: { name: 'Operation cards', description: 'Hand-punched.', price_cents: 2500, currency: 'GBP' }
       })
       return `/v1/shops/${shop.id}/products/${json(res).id}`
@@ -121,7 +125,8 @@ async function read (app: FastifyInstance, url: string, owner: TestUser) {
 
 function patch (app: FastifyInstance, url: string, user: TestUser | undefined, payload: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
   return app.inject({
-    method: 'PATCH', url,
+    method: 'PATCH',
+    url,
     headers: { ...user?.headers, 'content-type': MERGE_PATCH, ...headers },
     payload: JSON.stringify(payload)
   })
@@ -166,7 +171,9 @@ for (const r of resources) {
     const before = await read(app, url, owner)
     const field = Object.keys(r.change)[0]
     const jsonPatch = await app.inject({
-      method: 'PATCH', url, headers: { ...owner.headers, 'content-type': 'application/json-patch+json' },
+      method: 'PATCH',
+      url,
+      headers: { ...owner.headers, 'content-type': 'application/json-patch+json' },
       payload: JSON.stringify([{ op: 'replace', path: `/${field}`, value: r.change[field] }])
     })
     t.equal(jsonPatch.statusCode, 415)
@@ -261,7 +268,8 @@ t.test('PATCH post: slug and published_at cleared with null; a merge that breaks
   const url = `/v1/posts/${post.id}`
 
   const title = json(await patch(app, url, creator, { title: 'Renamed notes' }))
-  t.match(title, { title: 'Renamed notes', slug: 'own-slug', published_at: '2026-01-01T00:00:00+0000', body: 'Text.', tags: ['a'] }, 'slug and published_at are kept like everything else')
+  t.match(title, { title: 'Renamed notes', slug: 'own-slug', published_at: '2026-01-01T00:00:00+0000', body: 'Text.', tags: ['a'] },
+    'slug and published_at are kept like everything else')
   const derived = json(await patch(app, url, creator, { slug: null }))
   t.equal(derived.slug, 'renamed-notes', 'a null slug is derived from the title again')
   const cleared = json(await patch(app, url, creator, { body: null, tags: null }))
@@ -349,7 +357,9 @@ t.test('PATCH: a merge patch body with a __proto__ member is refused, as JSON bo
   const creator = await createCreator(app)
   const post = await createPost(app, creator)
   const res = await app.inject({
-    method: 'PATCH', url: `/v1/posts/${post.id}`, headers: { ...creator.headers, 'content-type': MERGE_PATCH },
+    method: 'PATCH',
+    url: `/v1/posts/${post.id}`,
+    headers: { ...creator.headers, 'content-type': MERGE_PATCH },
     payload: '{"title":"x","__proto__":{"polluted":true}}'
   })
   t.equal(res.statusCode, 400)

@@ -205,8 +205,18 @@ if (dialect === 'postgres') {
     const app = await build(t)
     const creator = await createCreator(app)
     const row = (title: string) => ({
-      id: randomUUID(), creator_id: creator.id, type: 'ARTICLE' as const, slug: title, title, body: '', tags: '[]', media_url: null,
-      published_at: PAST, created_at: PAST, updated_at: PAST, sort_at: PAST
+      id: randomUUID(),
+      creator_id: creator.id,
+      type: 'ARTICLE' as const,
+      slug: title,
+      title,
+      body: '',
+      tags: '[]',
+      media_url: null,
+      published_at: PAST,
+      created_at: PAST,
+      updated_at: PAST,
+      sort_at: PAST
     })
     await createPost(app, creator) // the type's first slot exists
     const slots = async () => (await app.db.selectFrom('post_counter').select('slot').where('type', '=', 'ARTICLE').execute()).length

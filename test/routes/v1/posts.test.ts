@@ -10,14 +10,21 @@ t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived sl
   const app = await build(t)
   const creator = await createCreator(app, { firstName: 'Ada', lastName: 'Lovelace' })
   const res = await app.inject({
-    method: 'POST', url: '/v1/posts', headers: creator.headers,
+    method: 'POST',
+    url: '/v1/posts',
+    headers: creator.headers,
     payload: { title: 'Über Café: Notes!', type: 'COURSE', body: 'Hello', tags: ['Rust', 'rust', 'api'], media_url: MEDIA }
   })
   t.equal(res.statusCode, 201)
   const post = json(res)
   t.equal(res.headers.location, `/v1/posts/${post.id}`)
   t.match(post, {
-    type: 'COURSE', slug: 'uber-cafe-notes', title: 'Über Café: Notes!', body: 'Hello', tags: ['rust', 'api'], media_url: MEDIA,
+    type: 'COURSE',
+    slug: 'uber-cafe-notes',
+    title: 'Über Café: Notes!',
+    body: 'Hello',
+    tags: ['rust', 'api'],
+    media_url: MEDIA,
     creator: { id: creator.id, username: creator.username, first_name: 'Ada', last_name: 'Lovelace' }
   })
   t.same(Object.keys(post).sort(), ['body', 'created_at', 'creator', 'id', 'media_url', 'published_at', 'slug', 'tags', 'title', 'type', 'updated_at'])

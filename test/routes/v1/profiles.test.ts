@@ -23,15 +23,28 @@ function rulesFor (res: LightMyRequestResponse, field: string): string[] {
 t.test('POST /v1/profiles signs up: 201, Location, the private profile, no password data', async (t) => {
   const app = await build(t)
   const res = await signUp(app, {
-    username: '  Ada_Lovelace-1 ', email: 'Ada@Example.COM', password: 'correct horse battery', first_name: 'Ada',
-    last_name: 'Lovelace', age: 36, favorite_band: 'Queen', website: 'https://ada.example.com'
+    username: '  Ada_Lovelace-1 ',
+    email: 'Ada@Example.COM',
+    password: 'correct horse battery',
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    age: 36,
+    favorite_band: 'Queen',
+    website: 'https://ada.example.com'
   })
   t.equal(res.statusCode, 201)
   const body = json(res)
   t.equal(res.headers.location, `/v1/profiles/${body.id}`)
   t.match(body, {
-    username: 'ada_lovelace-1', email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace', age: 36,
-    favorite_band: 'Queen', website: 'https://ada.example.com', avatar_url: null, is_creator: false
+    username: 'ada_lovelace-1',
+    email: 'ada@example.com',
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    age: 36,
+    favorite_band: 'Queen',
+    website: 'https://ada.example.com',
+    avatar_url: null,
+    is_creator: false
   })
   t.match(body.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/)
   t.notOk(res.body.includes('correct horse'), 'the password is not echoed')
