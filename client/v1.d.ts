@@ -1085,6 +1085,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             updated_at: string;
+            /**
+             * @description words in the body (runs of characters between white space)
+             * @example 14
+             */
+            word_count: number;
         };
         /** EmailVerification */
         EmailVerification: {
@@ -1250,6 +1255,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             updated_at: string;
+            /**
+             * @description words in the body (runs of characters between white space)
+             * @example 14
+             */
+            word_count: number;
         };
         /** PostCreate */
         PostCreate: {
@@ -3692,7 +3702,8 @@ export interface operations {
                      *       ],
                      *       "title": "Programming the Engine",
                      *       "type": "COURSE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Course"];
@@ -4711,7 +4722,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -5804,7 +5816,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -5936,7 +5949,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -6115,7 +6129,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -6298,7 +6313,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -6683,7 +6699,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -11489,7 +11506,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -11785,7 +11803,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];

@@ -1,8 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ROOT } from '../src/package-info.js'
-import { migrations } from '../src/db/migrate.js'
+import { createDb, type Db, type DbOptions } from '../src/db/dialect.js'
+import { Migrator, sql } from '../src/db/kysely.js'
+import { DatabaseAheadError, KIND_TABLE, MigrationError, migrateToLatest, migrations } from '../src/db/migrate.js'
+import * as commentAuthorIndex from '../src/db/migrations/2026_11_29_0302_comment_author_index.js'
+import { writeTimeIso } from '../src/db/clock.js'
+import { getPost } from '../src/domain/posts.js'
+import { dialect, freshDatabase, whileMigrating } from './helper.js'
 
 const DIR = join(ROOT, 'src/db/migrations')
 const files = () => readdirSync(DIR).filter(f => f.endsWith('.ts')).sort()
@@ -39,3 +45,109 @@ t.test('the check sees every way of naming another module', async (t) => {
 t.test('every file in src/db/migrations is in the migration list, under its own name', async (t) => {
   t.same(Object.keys(migrations).sort(), files().map(f => f.replace(/\.ts$/, '')))
 })
+
+// ---------------------------------------------------------------- a database ahead of the code
+
+const NAMES = Object.keys(migrations).sort()
+
+async function fresh (t: Test, log?: DbOptions['log']): Promise<{ db: Db, schema?: string }> {
+  const { url, schema } = await freshDatabase(t)
+  const db = createDb(url, { schema, log })
+  t.teardown(() => db.destroy())
+  return { db, schema }
+}
+
+/** What a newer release leaves behind: its migration in Kysely's table and its kind in ours. */
+async function ranByNewerRelease (db: Db, name: string, kind?: 'expand' | 'contract') {
+  await sql`insert into kysely_migration (name, timestamp) values (${name}, ${new Date().toISOString()})`.execute(db)
+  if (kind) await sql`insert into ${sql.id(KIND_TABLE)} (name, kind) values (${name}, ${kind})`.execute(db)
+}
+
+t.test('a database ahead by expand-only migrations is served; one ahead by a contract migration is refused', async (t) => {
+  const { db } = await fresh(t)
+  t.same(await whileMigrating(() => migrateToLatest(db)), NAMES, 'a fresh database gets every migration')
+  await ranByNewerRelease(db, '2099_01_01_0001_add_a_column', 'expand')
+  await ranByNewerRelease(db, '2099_01_01_0002_add_an_index', 'expand')
+  t.same(await whileMigrating(() => migrateToLatest(db)), [], 'expand-only: this release starts and applies nothing')
+
+  await ranByNewerRelease(db, '2099_01_02_0001_drop_a_column', 'contract')
+  const err = await whileMigrating(() => migrateToLatest(db)).catch(e => e)
+  t.ok(err instanceof DatabaseAheadError && err instanceof MigrationError, 'refused as a migration failure (the server exits with its code)')
+  t.match(err.message, /ahead of this release with migrations that are not expand-only: .*2099_01_02_0001_drop_a_column \(contract\)/)
+  t.match(err.message, /start the release that migrated it/, 'and says what to do')
+})
+
+t.test('a database with migrations this release does not know and without some it needs is refused', async (t) => {
+  const { db, schema } = await fresh(t)
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  t.error((await whileMigrating(() => migrator.migrateTo(NAMES.at(-2)!))).error)
+  await ranByNewerRelease(db, '2099_01_01_0001_add_a_column', 'expand')
+  await t.rejects(whileMigrating(() => migrateToLatest(db)), new RegExp(`does not know \\(2099_01_01_0001_add_a_column \\(expand\\)\\) and lacks ${NAMES.at(-1)}`))
+})
+
+t.test('each migration from 2026_11_29_0300 on declares its kind and records it when it runs', async (t) => {
+  const declared = NAMES.filter(name => name >= '2026_11_29_0300').map(name => ({ name, kind: migrations[name].kind }))
+  t.ok(declared.length >= 3)
+  for (const { name, kind } of declared) t.ok(kind === 'expand' || kind === 'contract', `${name}: ${kind}`)
+  const { db } = await fresh(t)
+  await whileMigrating(() => migrateToLatest(db))
+  const rows = await sql<{ name: string, kind: string }>`select name, kind from ${sql.id(KIND_TABLE)} order by name`.execute(db)
+  t.same(rows.rows, declared)
+})
+
+// ---------------------------------------------------------------- the schema change of 2026_11_29_03
+
+async function withPosts (db: Db, bodies: string[]) {
+  const now = writeTimeIso()
+  await db.insertInto('user').values({ id: 'c', username: 'c', email: 'c@example.com', password_hash: 'x', is_active: true, is_creator: true, created_at: now, updated_at: now }).execute()
+  await db.insertInto('profile').values({ id: 'c', first_name: 'C', last_name: null, age: null, favorite_band: null, website: null, avatar_url: null, created_at: now, updated_at: now }).execute()
+  for (let i = 0; i < bodies.length; i += 400) {
+    await db.insertInto('post').values(bodies.slice(i, i + 400).map((body, k) => ({
+      id: `00000000-0000-4000-8000-${String(i + k).padStart(12, '0')}`, creator_id: 'c', type: 'ARTICLE' as const, slug: `p${i + k}`,
+      title: 'p', body, tags: '[]', media_url: null, published_at: now, created_at: now, updated_at: now, sort_at: now
+    }))).execute()
+  }
+}
+
+t.test('2026_11_29_0301 counts the words of posts written before it, in batches; a null left by the previous release is counted on read', async (t) => {
+  const updates: string[] = []
+  const { db, schema } = await fresh(t, (e) => { if (/^update post set word_count/.test(e.query.sql)) updates.push(e.query.sql) })
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  t.error((await whileMigrating(() => migrator.migrateTo('2026_11_29_0300_migration_kind'))).error)
+  const bodies = Array.from({ length: 1201 }, (_, i) => i % 3 === 0 ? '' : i % 3 === 1 ? ' one  two\nthree ' : 'Ünïcode words,  here')
+  await withPosts(db, bodies)
+
+  t.same(await whileMigrating(() => migrateToLatest(db)), ['2026_11_29_0301_post_word_count', '2026_11_29_0302_comment_author_index'])
+  t.equal(updates.length, 3, '1201 posts in three batches of at most 500')
+  const counts = await db.selectFrom('post').select(['id', 'word_count']).orderBy('id').execute()
+  t.same(counts.map(r => r.word_count), bodies.map((_, i) => [0, 3, 3][i % 3]), 'each post its own count')
+
+  // a post the previous release writes during the upgrade has no count: the new release counts it on read
+  await db.updateTable('post').set({ word_count: null }).where('id', '=', counts[1].id).execute()
+  t.equal((await getPost(db, counts[1].id, undefined)).word_count, 3)
+})
+
+if (dialect === 'postgres') {
+  t.test('2026_11_29_0302 builds its index CONCURRENTLY on a table with rows, and rebuilds one a stopped build left invalid', async (t) => {
+    const statements: string[] = []
+    const { db, schema } = await fresh(t, (e) => { statements.push(e.query.sql) })
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+    t.error((await whileMigrating(() => migrator.migrateTo('2026_11_29_0301_post_word_count'))).error)
+    await withPosts(db, ['a b', 'c'])
+    const now = writeTimeIso()
+    await db.insertInto('comment').values({ id: 'k', post_id: '00000000-0000-4000-8000-000000000000', author_id: 'c', text: 'k', created_at: now, updated_at: now }).execute()
+    const valid = async () => (await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+      where c.relname = 'comment_author_idx' and c.relnamespace = current_schema()::regnamespace`.execute(db)).rows.map(r => r.valid)
+
+    // run alone, outside the migration lock: CONCURRENTLY waits for every open transaction, the tests' locks included
+    statements.length = 0
+    await commentAuthorIndex.up(db)
+    t.ok(statements.some(q => q.startsWith('create index concurrently')), 'built concurrently')
+    t.same(await valid(), [true])
+
+    await sql`update pg_index set indisvalid = false where indexrelid = ${`${schema}.comment_author_idx`}::regclass`.execute(db)
+    t.same(await valid(), [false], 'as a build stopped midway leaves it')
+    await commentAuthorIndex.up(db)
+    t.same(await valid(), [true], 'dropped and built again')
+  })
+}

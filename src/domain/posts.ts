@@ -30,7 +30,7 @@ function selectPosts (db: Executor) {
   return db.selectFrom('post')
     .innerJoin('user', 'user.id', 'post.creator_id')
     .innerJoin('profile', 'profile.id', 'post.creator_id')
-    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.tags', 'post.media_url',
+    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.word_count', 'post.tags', 'post.media_url',
       'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
       ...PERSON_COLUMNS])
 }
@@ -47,6 +47,8 @@ function toPost (row: PostRow): Post {
     slug: row.slug,
     title: row.title,
     body: row.body,
+    // null on a post the previous release wrote during a rolling upgrade (2026_11_29_0301)
+    word_count: row.word_count ?? wordCount(row.body),
     tags: JSON.parse(row.tags) as string[],
     media_url: row.media_url,
     creator: toPerson(row.creator_id, row),
@@ -54,6 +56,11 @@ function toPost (row: PostRow): Post {
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)
   }
+}
+
+/** Words in a post's body: runs of characters between white space. */
+export function wordCount (body: string): number {
+  return body.split(/\s+/).filter(w => w !== '').length
 }
 
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
@@ -233,7 +240,7 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const slug = input.slug ?? slugify(input.title)
   return inTransaction(db, () => slug, async (trx) => {
     await insertPost(trx, undefined, {
-      id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '',
+      id, creator_id: creatorId, type: input.type, slug, title: input.title, body: input.body ?? '', word_count: wordCount(input.body ?? ''),
       tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
       created_at: now, updated_at: now, sort_at: latest(now, publishedAt)
     })
@@ -261,7 +268,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
       : input.published_at === null ? null : parseDateTimeInput(input.published_at)
     const tags = normaliseTags(input.tags ?? [])
     await trx.updateTable('post').set({
-      type: input.type, slug, title: input.title, body: input.body ?? '',
+      type: input.type, slug, title: input.title, body: input.body ?? '', word_count: wordCount(input.body ?? ''),
       tags: JSON.stringify(tags), media_url: input.media_url ?? null, published_at: publishedAt,
       updated_at: now, sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
     }).where('id', '=', postId).execute()
