@@ -121,7 +121,7 @@ t.test('a second process migrating the same database finds it up to date', async
   t.same(await whileMigrating(() => migrateToLatest(b)), [])
 })
 
-t.test('one migration behind, the Migrator applies it; up to date, a start reads the list and skips the Migrator', async (t) => {
+t.test('one migration behind, it is applied and recorded; up to date, a start reads the list and skips the Migrator', async (t) => {
   const { url, schema } = await freshDatabase(t)
   const queries: string[] = []
   const db = createDb(url, { schema, log: (event) => { queries.push(event.query.sql) } })
@@ -132,7 +132,8 @@ t.test('one migration behind, the Migrator applies it; up to date, a start reads
 
   queries.length = 0
   t.same(await whileMigrating(() => migrateToLatest(db)), [names.at(-1)], 'the missing one is applied')
-  t.ok(queries.some(q => q.includes('kysely_migration_lock')), 'by the Migrator (it checks its lock table)')
+  // through the Migrator, or (transaction = false) alone on the connection, recorded as the Migrator records
+  t.ok(queries.some(q => q.includes('kysely_migration_lock') || /insert into .*kysely_migration/.test(q)), 'and recorded in Kysely\'s table')
   queries.length = 0
   t.same(await whileMigrating(() => migrateToLatest(db)), [], 'then nothing to do')
   t.notOk(queries.some(q => q.includes('kysely_migration_lock')), 'and no Migrator')

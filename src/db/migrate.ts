@@ -124,17 +124,32 @@ export async function migrateToLatest (db: Db): Promise<string[]> {
   })
 }
 
-/** Runs what is pending in groups: the transactional ones up to the next `transaction = false` one, which runs alone. */
+/**
+ * Runs what is pending in order: the transactional ones through Kysely's Migrator, together; one
+ * with `transaction = false` alone on the connection, recorded in Kysely's table as the Migrator
+ * records (a Migrator run per migration would read the whole catalogue each time).
+ */
 async function migratePending (conn: Db, migrationTableSchema: string | undefined, present: boolean): Promise<string[]> {
   const done = new Set(present ? await appliedNames(conn, migrationTableSchema) : [])
   const pending = Object.keys(migrations).sort().filter(name => !done.has(name))
   const applied: string[] = []
   while (pending.length > 0) {
-    const alone = migrations[pending[0]].transaction === false
-    const until = alone ? 1 : (pending.findIndex(name => migrations[name].transaction === false) + 1 || pending.length + 1) - 1
-    const target = pending.splice(0, until).at(-1)!
-    const migrator = new Migrator({ db: conn, provider, migrationTableSchema, disableTransactions: alone })
-    const { error, results } = await migrator.migrateTo(target)
+    if (migrations[pending[0]].transaction === false && applied.length + done.size > 0) {
+      const name = pending.shift()!
+      try {
+        await recorded[name].up(conn)
+      } catch (err) {
+        throw new MigrationError(name, err)
+      }
+      await sql`insert into ${table(migrationTableSchema, DEFAULT_MIGRATION_TABLE)} (name, timestamp)
+        values (${name}, ${new Date().toISOString()})`.execute(conn)
+      applied.push(name)
+      continue
+    }
+    // up to the next one that runs alone (the very first migration of a database always goes through the Migrator, which makes its tables)
+    const next = pending.findIndex((name, i) => i > 0 && migrations[name].transaction === false)
+    const target = pending.splice(0, next === -1 ? pending.length : next).at(-1)!
+    const { error, results } = await new Migrator({ db: conn, provider, migrationTableSchema }).migrateTo(target)
     const failed = results?.find(r => r.status === 'Error')
     if (error && failed) throw new MigrationError(failed.migrationName, error)
     if (error) throw error
