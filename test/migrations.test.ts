@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -8,7 +10,8 @@ import { DatabaseAheadError, KIND_TABLE, MigrationError, migrateToLatest, migrat
 import * as commentAuthorIndex from '../src/db/migrations/2026_11_29_0302_comment_author_index.js'
 import { writeTimeIso } from '../src/db/clock.js'
 import { getPost } from '../src/domain/posts.js'
-import { dialect, freshDatabase, whileMigrating } from './helper.js'
+import { dialect, freshDatabase, PG_URL, whileMigrating } from './helper.js'
+import pg from 'pg'
 
 const DIR = join(ROOT, 'src/db/migrations')
 const files = () => readdirSync(DIR).filter(f => f.endsWith('.ts')).sort()
@@ -149,5 +152,38 @@ if (dialect === 'postgres') {
     t.same(await valid(), [false], 'as a build stopped midway leaves it')
     await commentAuthorIndex.up(db)
     t.same(await valid(), [true], 'dropped and built again')
+  })
+}
+
+if (dialect === 'postgres') {
+  t.test('two processes migrating a new database at once both succeed, and each migration runs once', async (t) => {
+    const name = `roja_migrate_${randomBytes(4).toString('hex')}`
+    const admin = new pg.Client({ connectionString: PG_URL })
+    await admin.connect()
+    await admin.query(`create database ${name}`)
+    await admin.end()
+    t.teardown(async () => {
+      const c = new pg.Client({ connectionString: PG_URL })
+      await c.connect()
+      await c.query(`drop database if exists ${name} with (force)`)
+      await c.end()
+    })
+    const url = PG_URL.replace(/\/[^/]*$/, `/${name}`)
+    const migrate = () => new Promise<{ code: number | null, out: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ENVIRONMENT: 'test' } })
+      let out = ''
+      child.stdout.on('data', (c) => { out += c })
+      child.stderr.on('data', (c) => { out += c })
+      child.once('close', code => resolve({ code, out }))
+    })
+    const runs = await Promise.all([migrate(), migrate()])
+    if (!t.same(runs.map(r => r.code), [0, 0], 'both exit 0')) t.comment(runs.map(r => r.out.trim()).join('\n'))
+    const applied = runs.flatMap(r => /^applied: (.*)$/m.exec(r.out)?.[1].split(', ') ?? [])
+    t.same(applied.sort(), NAMES, 'between them, each migration applied once')
+    t.ok(runs.some(r => /database is up to date/.test(r.out)), 'the other found them applied')
+    const db = createDb(url)
+    t.teardown(() => db.destroy())
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from kysely_migration`.execute(db)
+    t.equal(rows[0].n, NAMES.length)
   })
 }
