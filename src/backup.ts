@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import type SQLite from 'better-sqlite3'
@@ -39,7 +41,8 @@ const openSqlite = (file: string, readonly = false) => {
 
 function sqliteFile (config: Config, verb: string): string {
   if (!config.databaseUrl.startsWith('sqlite:') || config.databaseUrl === 'sqlite::memory:') {
-    throw new BackupError(`${verb} works on a SQLite file; on PostgreSQL use pg_dump and pg_restore with the media folder (docs/operations.md, Backups)`)
+    throw new BackupError(`${verb} works on a SQLite file; on PostgreSQL use pg_dump and pg_restore with the media folder ` +
+      '(docs/operations.md, Backups)')
   }
   return resolve(config.databaseUrl.slice('sqlite:'.length))
 }
@@ -91,9 +94,12 @@ export async function backup (config: Config, target: string): Promise<Manifest>
   const wanted = new Set(named.map(m => m.storage_key))
   for (const key of wanted) if (!existsSync(join(copiedMedia, key))) copyIfPresent(join(media, key), join(copiedMedia, key))
   for (const key of readdirSync(copiedMedia)) if (!wanted.has(key)) rmSync(join(copiedMedia, key))
-  const missing = named.filter(m => !existsSync(join(copiedMedia, m.storage_key)) || sha256Of(join(copiedMedia, m.storage_key)) !== m.sha256)
+  const whole = (m: { storage_key: string, sha256: string }) => existsSync(join(copiedMedia, m.storage_key)) &&
+    sha256Of(join(copiedMedia, m.storage_key)) === m.sha256
+  const missing = named.filter(m => !whole(m))
   if (missing.length > 0) {
-    throw new BackupError(`the media of ${missing.length} rows could not be copied whole (${missing.slice(0, 3).map(m => m.storage_key).join(', ')}): ` +
+    const some = missing.slice(0, 3).map(m => m.storage_key).join(', ')
+    throw new BackupError(`the media of ${missing.length} rows could not be copied whole (${some}): ` +
       `no manifest written, take the backup again`)
   }
 
@@ -120,14 +126,17 @@ export function verify (target: string): Manifest {
   try {
     manifest = JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8')) as Manifest
   } catch (err) {
-    throw new BackupError(`${dir} is not a complete backup: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? `no ${MANIFEST}` : (err as Error).message}`)
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `no ${MANIFEST}` : (err as Error).message
+    throw new BackupError(`${dir} is not a complete backup: ${why}`)
   }
   if (manifest.format !== FORMAT) throw new BackupError(`${dir}: unknown backup format ${JSON.stringify(manifest.format)}`)
   if (!manifest.files.some(f => f.path === DATABASE_FILE)) throw new BackupError(`${dir}: the manifest lists no ${DATABASE_FILE}`)
   for (const file of manifest.files) {
     const path = join(dir, file.path)
     if (!existsSync(path)) throw new BackupError(`${dir}: ${file.path} is missing`)
-    if (statSync(path).size !== file.size || sha256Of(path) !== file.sha256) throw new BackupError(`${dir}: ${file.path} does not match its checksum`)
+    if (statSync(path).size !== file.size || sha256Of(path) !== file.sha256) {
+      throw new BackupError(`${dir}: ${file.path} does not match its checksum`)
+    }
   }
   return manifest
 }

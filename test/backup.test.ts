@@ -40,7 +40,8 @@ function run (command: string, args: string[], env: Record<string, string> = {})
     child.once('close', code => resolve({ code, out }))
   })
 }
-const cli = (args: string[], env: Record<string, string>) => run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { ENVIRONMENT: 'test', LOG_LEVEL: 'silent', ...env })
+const cli = (args: string[], env: Record<string, string>) =>
+  run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { ENVIRONMENT: 'test', LOG_LEVEL: 'silent', ...env })
 
 interface Written { kind: 'post' | 'media', id: string, ackAt: number, title?: string, tags?: string[], bytes?: Buffer }
 
@@ -53,15 +54,17 @@ function writeLoad (app: FastifyInstance, user: TestUser) {
   const post = async () => {
     const title = `drill ${n++} ${randomUUID()}`
     const tags = [`t${n % 5}`, 'drill']
-    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: user.headers, payload: { title, type: 'ARTICLE', body: 'a few words here', tags } })
+    const payload = { title, type: 'ARTICLE', body: 'a few words here', tags }
+    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: user.headers, payload })
     if (res.statusCode === 201) written.push({ kind: 'post', id: json(res).id, ackAt: Date.now(), title, tags })
     else refused.push(`post ${res.statusCode} ${res.body}`)
   }
   const medium = async () => {
     const bytes = Buffer.concat([PNG, randomBytes(2048)])
-    const payload = Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
-      bytes, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)])
-    const res = await app.inject({ method: 'POST', url: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload })
+    const head = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`
+    const payload = Buffer.concat([Buffer.from(head), bytes, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)])
+    const headers = { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+    const res = await app.inject({ method: 'POST', url: '/v1/media', headers, payload })
     if (res.statusCode === 201) written.push({ kind: 'media', id: json(res).id, ackAt: Date.now(), bytes })
     else refused.push(`media ${res.statusCode} ${res.body}`)
   }
@@ -74,7 +77,7 @@ function writeLoad (app: FastifyInstance, user: TestUser) {
   return { written, refused, stop: async () => { running = false; await Promise.all(loops) } }
 }
 
-t.test(`restore drill on ${dialect}: what was acknowledged before the backup is restored whole, later writes are whole or absent`, async (t) => {
+t.test(`restore drill on ${dialect}: writes acknowledged before the backup come back whole, later ones whole or not at all`, async (t) => {
   const dataDir = tempDir(t, 'roja-drill-live-')
   const copyDir = join(tempDir(t, 'roja-drill-backup-'), 'backup')
   const restoredDir = tempDir(t, 'roja-drill-restored-')
@@ -165,7 +168,8 @@ t.test(`restore drill on ${dialect}: what was acknowledged before the backup is 
   })
   t.same(noBytes, [], `each of the ${media.length} media rows has its bytes`)
   const tags = await db.selectFrom('post').leftJoin('post_tag', 'post_tag.post_id', 'post.id')
-    .select(['post.id', 'post.tags']).select(eb => eb.fn.count<number>('post_tag.tag').as('rows')).groupBy(['post.id', 'post.tags']).execute()
+    .select(['post.id', 'post.tags']).select(eb => eb.fn.count<number>('post_tag.tag').as('rows'))
+    .groupBy(['post.id', 'post.tags']).execute()
   t.same(tags.filter(p => (JSON.parse(p.tags) as string[]).length !== Number(p.rows)), [], 'each post has its tag rows')
   const list = await back.inject({ method: 'GET', url: '/v1/posts?limit=1' })
   const [{ n }] = await db.selectFrom('post').select(eb => eb.fn.countAll<number>().as('n')).where('published_at', 'is not', null).execute()
@@ -182,7 +186,8 @@ if (dialect === 'sqlite') {
 
     await t.rejects(backup(config, join('/dev/null', 'backup')), { message: /cannot write the backup to \/dev\/null\/backup/ })
     writeFileSync(join(parent, 'taken'), 'x')
-    await t.rejects(backup(config, join(parent, 'taken')), new BackupError(`cannot write the backup to ${join(parent, 'taken')}: it exists already (give a new path)`))
+    const exists = new BackupError(`cannot write the backup to ${join(parent, 'taken')}: it exists already (give a new path)`)
+    await t.rejects(backup(config, join(parent, 'taken')), exists)
     await t.rejects(backup(config, join(parent, 'no', 'such', 'folder')), /cannot write the backup to/)
     t.same(readdirSync(parent), ['taken'], 'nothing was written')
 
@@ -196,11 +201,12 @@ if (dialect === 'sqlite') {
     await backup(config, cut)
     rmSync(join(cut, MANIFEST))
     const empty = tempDir(t, 'roja-restore-')
-    await t.rejects(restore(testConfig({ DATA_DIR: empty }, `sqlite:${join(empty, 'roja.sqlite')}`), cut), { message: /is not a complete backup: no manifest.json/ })
+    const into = testConfig({ DATA_DIR: empty }, `sqlite:${join(empty, 'roja.sqlite')}`)
+    await t.rejects(restore(into, cut), { message: /is not a complete backup: no manifest.json/ })
     const tampered = join(parent, 'tampered')
     await backup(config, tampered)
     writeFileSync(join(tampered, 'roja.sqlite'), 'not a database')
-    await t.rejects(restore(testConfig({ DATA_DIR: empty }, `sqlite:${join(empty, 'roja.sqlite')}`), tampered), { message: /roja.sqlite does not match its checksum/ })
+    await t.rejects(restore(into, tampered), { message: /roja.sqlite does not match its checksum/ })
     t.same(readdirSync(empty), [], 'and nothing was restored')
 
     const taken = await cli(['restore', good], { DATA_DIR: dataDir, DATABASE_URL: config.databaseUrl })

@@ -23,7 +23,10 @@ const ALLOWED = new Set(['kysely', '../kysely.js'])
 
 /** Every module a source text names: imports, re-exports (type-only too), `import('…')` and `require('…')`. */
 function importsIn (text: string): string[] {
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|(?:import|require)\(\s*['"]([^'"]+)['"]\s*\)/g)]
+  const from = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/.source
+  const bare = /(?:^|\n)\s*import\s+['"]([^'"]+)['"]/.source
+  const call = /(?:import|require)\(\s*['"]([^'"]+)['"]\s*\)/.source
+  return [...text.matchAll(new RegExp(`${from}|${bare}|${call}`, 'g'))]
     .map(m => m[1] ?? m[2] ?? m[3])
 }
 
@@ -75,7 +78,7 @@ t.test('a database ahead by expand-only migrations is served; one ahead by a con
 
   await ranByNewerRelease(db, '2099_01_02_0001_drop_a_column', 'contract')
   const err = await whileMigrating(() => migrateToLatest(db)).catch(e => e)
-  t.ok(err instanceof DatabaseAheadError && err instanceof MigrationError, 'refused as a migration failure (the server exits with its code)')
+  t.ok(err instanceof DatabaseAheadError && err instanceof MigrationError, 'refused as a failed migration (the server exits with its code)')
   t.match(err.message, /ahead of this release with migrations that are not expand-only: .*2099_01_02_0001_drop_a_column \(contract\)/)
   t.match(err.message, /start the release that migrated it/, 'and says what to do')
 })
@@ -85,7 +88,8 @@ t.test('a database with migrations this release does not know and without some i
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
   t.error((await whileMigrating(() => migrator.migrateTo(NAMES.at(-2)!))).error)
   await ranByNewerRelease(db, '2099_01_01_0001_add_a_column', 'expand')
-  await t.rejects(whileMigrating(() => migrateToLatest(db)), new RegExp(`does not know \\(2099_01_01_0001_add_a_column \\(expand\\)\\) and lacks ${NAMES.at(-1)}`))
+  const refused = new RegExp(`does not know \\(2099_01_01_0001_add_a_column \\(expand\\)\\) and lacks ${NAMES.at(-1)}`)
+  await t.rejects(whileMigrating(() => migrateToLatest(db)), refused)
 })
 
 t.test('each migration from 2026_11_29_0300 on declares its kind and records it when it runs', async (t) => {
@@ -102,8 +106,13 @@ t.test('each migration from 2026_11_29_0300 on declares its kind and records it 
 
 async function withPosts (db: Db, bodies: string[]) {
   const now = writeTimeIso()
-  await db.insertInto('user').values({ id: 'c', username: 'c', email: 'c@example.com', password_hash: 'x', is_active: true, is_creator: true, created_at: now, updated_at: now }).execute()
-  await db.insertInto('profile').values({ id: 'c', first_name: 'C', last_name: null, age: null, favorite_band: null, website: null, avatar_url: null, created_at: now, updated_at: now }).execute()
+  await db.insertInto('user').values({
+    id: 'c', username: 'c', email: 'c@example.com', password_hash: 'x', is_active: true, is_creator: true, created_at: now, updated_at: now
+  }).execute()
+  await db.insertInto('profile').values({
+    id: 'c', first_name: 'C', last_name: null, age: null, favorite_band: null, website: null, avatar_url: null,
+    created_at: now, updated_at: now
+  }).execute()
   for (let i = 0; i < bodies.length; i += 400) {
     await db.insertInto('post').values(bodies.slice(i, i + 400).map((body, k) => ({
       id: `00000000-0000-4000-8000-${String(i + k).padStart(12, '0')}`, creator_id: 'c', type: 'ARTICLE' as const, slug: `p${i + k}`,
@@ -112,7 +121,7 @@ async function withPosts (db: Db, bodies: string[]) {
   }
 }
 
-t.test('2026_11_29_0301 counts the words of posts written before it, in batches; a null left by the previous release is counted on read', async (t) => {
+t.test('2026_11_29_0301 counts the words of earlier posts in batches; a null the previous release leaves is counted on read', async (t) => {
   const updates: string[] = []
   const { db, schema } = await fresh(t, (e) => { if (/^update post set word_count/.test(e.query.sql)) updates.push(e.query.sql) })
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
@@ -138,8 +147,10 @@ if (dialect === 'postgres') {
     t.error((await whileMigrating(() => migrator.migrateTo('2026_11_29_0301_post_word_count'))).error)
     await withPosts(db, ['a b', 'c'])
     const now = writeTimeIso()
-    await db.insertInto('comment').values({ id: 'k', post_id: '00000000-0000-4000-8000-000000000000', author_id: 'c', text: 'k', created_at: now, updated_at: now }).execute()
-    const valid = async () => (await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+    const post = '00000000-0000-4000-8000-000000000000'
+    await db.insertInto('comment').values({ id: 'k', post_id: post, author_id: 'c', text: 'k', created_at: now, updated_at: now }).execute()
+    const valid = async () => (await sql<{ valid: boolean }>`select i.indisvalid as valid
+      from pg_index i join pg_class c on c.oid = i.indexrelid
       where c.relname = 'comment_author_idx' and c.relnamespace = current_schema()::regnamespace`.execute(db)).rows.map(r => r.valid)
 
     // run alone, outside the migration lock: CONCURRENTLY waits for every open transaction, the tests' locks included
@@ -170,7 +181,8 @@ if (dialect === 'postgres') {
     })
     const url = PG_URL.replace(/\/[^/]*$/, `/${name}`)
     const migrate = () => new Promise<{ code: number | null, out: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ENVIRONMENT: 'test' } })
+      const env = { ...process.env, DATABASE_URL: url, ENVIRONMENT: 'test' }
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env })
       let out = ''
       child.stdout.on('data', (c) => { out += c })
       child.stderr.on('data', (c) => { out += c })

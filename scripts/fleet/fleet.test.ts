@@ -181,7 +181,10 @@ const other = (name: string, k = 1) => NAMES[(NAMES.indexOf(name) + k) % NAMES.l
 
 // ---------------------------------------------------------------- the properties
 const upgradeWrite = (label: string) => (n: number) =>
-  call(fleet, 'POST', '/v1/posts', { headers: creator.auth, body: { title: `${label} ${n} ${randomUUID()}`, body: 'three words here', type: 'ARTICLE', tags: ['fleet'] } })
+  call(fleet, 'POST', '/v1/posts', {
+    headers: creator.auth,
+    body: { title: `${label} ${n} ${randomUUID()}`, body: 'three words here', type: 'ARTICLE', tags: ['fleet'] }
+  })
 const migrationNames = async () => (await db.query('select name from kysely_migration order by name')).rows.map(r => r.name as string)
 
 t.test('an upgrade whose migration fails stops, the old release serving on every instance and the database as it was', async (t) => {
@@ -199,7 +202,7 @@ t.test('an upgrade whose migration fails stops, the old release serving on every
   t.notOk(existsSync(join(fleet.dir, 'upgrade.lock')), 'and the upgrade lock released')
 })
 
-t.test('a rolling upgrade to this tree under load fails no request and loses no write; a second upgrade meanwhile is refused', async (t) => {
+t.test('a rolling upgrade to this tree under load fails no request and loses no write; a second one meanwhile is refused', async (t) => {
   const before = await migrationNames()
   const writes = load(upgradeWrite('upgrade'), 4)
   const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
@@ -212,7 +215,8 @@ t.test('a rolling upgrade to this tree under load fails no request and loses no 
   await sleep(1000)
   await Promise.all([writes.stop(), reads.stop()])
   const all = [...writes.outcomes, ...reads.outcomes]
-  t.comment(`upgrade of ${steps.length} instances in ${took} ms; ${all.length} requests (${writes.outcomes.length} writes), outcomes ${JSON.stringify(tally(all))}`)
+  t.comment(`upgrade of ${steps.length} instances in ${took} ms; ${all.length} requests (${writes.outcomes.length} writes), ` +
+    `outcomes ${JSON.stringify(tally(all))}`)
   t.same(tally(writes.outcomes), { 201: writes.outcomes.length }, 'every write succeeded')
   t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
   const acknowledged = writes.outcomes.map(o => o.id!)

@@ -62,7 +62,8 @@ export class Instance {
 
   async start (timeoutMs = 60_000) {
     // detached: a Ctrl-C at the terminal reaches the fleet runner alone, which stops the parts in order
-    const child = spawn(process.execPath, this.build.command, { cwd: this.build.cwd, env: { ...process.env, ...this.env, PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const env = { ...process.env, ...this.env, PORT: String(this.port) }
+    const child = spawn(process.execPath, this.build.command, { cwd: this.build.cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     live.add(child)
     child.once('exit', () => live.delete(child))
     this.child = child

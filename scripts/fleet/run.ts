@@ -60,7 +60,9 @@ if (runtime === 'dist') {
 }
 const from = process.env.FLEET_UPGRADE_FROM ? revisionBuild(process.env.FLEET_UPGRADE_FROM) : undefined
 if (from) process.once('exit', () => from.dispose())
-console.log(`starting ${process.env.FLEET_INSTANCES ?? 3} instances (${from ? `sources of ${from.name}` : runtime}), ${databaseUrl ? 'on DATABASE_URL' : 'on a private PostgreSQL'} …`)
+const what = from ? `sources of ${from.name}` : runtime
+const where = databaseUrl ? 'on DATABASE_URL' : 'on a private PostgreSQL'
+console.log(`starting ${process.env.FLEET_INSTANCES ?? 3} instances (${what}), ${where} …`)
 try {
   fleet = await startFleet({
     instances: Number(process.env.FLEET_INSTANCES ?? 3),

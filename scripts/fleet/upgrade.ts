@@ -25,7 +25,8 @@ export function revisionBuild (revision: string): Build & { commit: string, disp
   const cwd = mkdtempSync(join(tmpdir(), `roja-build-${commit.slice(0, 12)}-`))
   execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', ROOT, commit, cwd])
   symlinkSync(join(ROOT, 'node_modules'), join(cwd, 'node_modules'))
-  return { name: commit.slice(0, 12), commit, cwd, command: ['--import', 'tsx', 'src/server.ts'], dispose: () => rmSync(cwd, { recursive: true, force: true }) }
+  const dispose = () => rmSync(cwd, { recursive: true, force: true })
+  return { name: commit.slice(0, 12), commit, cwd, command: ['--import', 'tsx', 'src/server.ts'], dispose }
 }
 
 /**
@@ -34,7 +35,8 @@ export function revisionBuild (revision: string): Build & { commit: string, disp
  */
 export function previousRelease (): string {
   const newest = readdirSync(join(ROOT, 'src/db/migrations')).filter(f => f.endsWith('.ts')).sort().at(-1)!
-  const added = execFileSync('git', ['-C', ROOT, 'log', '--diff-filter=A', '--format=%H', '-1', '--', `src/db/migrations/${newest}`], { encoding: 'utf8' }).trim()
+  const git = ['-C', ROOT, 'log', '--diff-filter=A', '--format=%H', '-1', '--', `src/db/migrations/${newest}`]
+  const added = execFileSync('git', git, { encoding: 'utf8' }).trim()
   if (!added) throw new UpgradeError(`${newest} is not committed: commit it, or name the old revision`)
   return `${added}^`
 }
@@ -100,7 +102,8 @@ async function replace (fleet: Fleet, instance: Instance, to: Build, log: (line:
     await instance.start()
     await fleet.haproxy.command(`set server ${server} state ready`)
     await fleet.haproxy.waitFor([instance.name], 'UP', 15_000)
-    throw new UpgradeError(`${instance.name} did not come up on ${to.name}; the upgrade stopped, ${old.name} serves:\n${(err as Error).message}`)
+    throw new UpgradeError(`${instance.name} did not come up on ${to.name}; the upgrade stopped, ${old.name} serves:\n` +
+      (err as Error).message)
   }
   await fleet.haproxy.command(`set server ${server} state ready`)
   await fleet.haproxy.waitFor([instance.name], 'UP', 15_000)
@@ -115,8 +118,9 @@ async function drained (fleet: Fleet, name: string, timeoutMs = 30_000): Promise
   while (Date.now() < deadline) {
     const csv = (await fleet.haproxy.command('show stat')).trim().split('\n')
     const header = csv[0].replace(/^# /, '').split(',')
-    const row = csv.slice(1).map(l => l.split(',')).find(r => r[header.indexOf('pxname')] === 'roja' && r[header.indexOf('svname')] === name)
-    if (row && row[header.indexOf('status')].startsWith('DRAIN') && Number(row[header.indexOf('scur')]) === 0) return
+    const at = (column: string) => header.indexOf(column)
+    const row = csv.slice(1).map(l => l.split(',')).find(r => r[at('pxname')] === 'roja' && r[at('svname')] === name)
+    if (row && row[at('status')].startsWith('DRAIN') && Number(row[at('scur')]) === 0) return
     await sleep(100)
   }
   throw new UpgradeError(`${name} still had requests ${timeoutMs} ms after it was set to drain`)

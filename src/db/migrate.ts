@@ -164,7 +164,8 @@ async function refuseUnknown (conn: Db, schema: string | undefined): Promise<voi
   const unknown = applied.filter(name => !(name in migrations))
   if (unknown.length === 0) return
   const kinds = new Map((await kindTablePresent(conn, schema))
-    ? (await sql<{ name: string, kind: string }>`select name, kind from ${table(schema, KIND_TABLE)}`.execute(conn)).rows.map(r => [r.name, r.kind])
+    ? (await sql<{ name: string, kind: string }>`select name, kind from ${table(schema, KIND_TABLE)}`.execute(conn)).rows
+      .map(r => [r.name, r.kind])
     : [])
   const described = unknown.map(name => ({ name, kind: kinds.get(name) ?? 'unrecorded' }))
   const pending = Object.keys(migrations).filter(name => !applied.includes(name))
@@ -202,7 +203,8 @@ async function migrationTable (db: Db): Promise<{ schema?: string, present: bool
  * all of its work or none (and then goes through the Migrator, which waits for the lock).
  */
 async function upToDate (db: Db, schema: string | undefined): Promise<boolean> {
-  const { rows } = await sql<{ name: string, timestamp: string }>`select name, timestamp from ${table(schema, DEFAULT_MIGRATION_TABLE)}`.execute(db)
+  const { rows } = await sql<{ name: string, timestamp: string }>`select name, timestamp
+    from ${table(schema, DEFAULT_MIGRATION_TABLE)}`.execute(db)
   // Kysely's order of the applied ones (Migrator#getExecutedMigrations) against its order of ours.
   const applied = rows
     .sort((a, b) => a.timestamp === b.timestamp ? a.name.localeCompare(b.name) : new Date(a.timestamp).getTime() - new Date(b.timestamp).getTime())

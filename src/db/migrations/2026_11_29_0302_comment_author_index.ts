@@ -19,8 +19,8 @@ export async function up (db: Kysely<any>): Promise<void> {
     await sql`create index if not exists comment_author_idx on comment (author_id)`.execute(db)
     return
   }
-  const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i
-    join pg_class c on c.oid = i.indexrelid where c.relname = 'comment_author_idx' and c.relnamespace = current_schema()::regnamespace`.execute(db)
+  const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+    where c.relname = 'comment_author_idx' and c.relnamespace = current_schema()::regnamespace`.execute(db)
   if (rows[0]?.valid === false) await sql`drop index concurrently comment_author_idx`.execute(db)
   const { rows: [{ empty }] } = await sql<{ empty: boolean }>`select not exists (select 1 from comment) as empty`.execute(db)
   if (empty) await sql`create index if not exists comment_author_idx on comment (author_id)`.execute(db)
