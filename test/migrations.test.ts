@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { ROOT } from '../src/package-info.js'
@@ -10,7 +11,7 @@ import { DatabaseAheadError, KIND_TABLE, MigrationError, migrateToLatest, migrat
 import * as commentAuthorIndex from '../src/db/migrations/2026_11_29_0302_comment_author_index.js'
 import { writeTimeIso } from '../src/db/clock.js'
 import { getPost } from '../src/domain/posts.js'
-import { dialect, freshDatabase, PG_URL, whileMigrating } from './helper.js'
+import { dialect, freshDatabase, PG_URL, TEST_SECRET, whileMigrating } from './helper.js'
 import pg from 'pg'
 
 const DIR = join(ROOT, 'src/db/migrations')
@@ -101,6 +102,48 @@ t.test('each migration from 2026_11_29_0300 on declares its kind and records it 
   const rows = await sql<{ name: string, kind: string }>`select name, kind from ${sql.id(KIND_TABLE)} order by name`.execute(db)
   t.same(rows.rows, declared)
 })
+
+/** `src/server.ts` on `dataDir` until it listens (then stopped: exit 0) or exits by itself: its code and output. */
+function serve (dataDir: string): Promise<{ code: number | null, out: string }> {
+  return new Promise((resolve) => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env, ENVIRONMENT: 'test', JWT_SECRET: TEST_SECRET, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info'
+    }
+    delete env.DATABASE_URL // the SQLite file under DATA_DIR
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env })
+    let out = ''
+    const read = (c: Buffer) => {
+      out += c
+      if (out.includes('Server listening')) child.kill('SIGTERM')
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', read)
+    child.once('close', code => resolve({ code, out }))
+  })
+}
+
+// The rule is the same on both databases (checked above); the server's answer to it is checked once, on a SQLite file.
+if (dialect === 'sqlite') {
+  t.test('the server serves a database a newer release expanded, and exits 65 naming a contract migration it does not know', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'roja-ahead-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    const db = createDb(`sqlite:${join(dataDir, 'roja.sqlite')}`)
+    await migrateToLatest(db)
+    await ranByNewerRelease(db, '2099_01_01_0001_add_a_column', 'expand')
+    await db.destroy()
+    const expanded = await serve(dataDir)
+    t.equal(expanded.code, 0, 'it listened, then stopped on SIGTERM')
+    t.match(expanded.out, /Server listening/)
+
+    const again = createDb(`sqlite:${join(dataDir, 'roja.sqlite')}`)
+    await ranByNewerRelease(again, '2099_01_02_0001_drop_a_column', 'contract')
+    await again.destroy()
+    const contracted = await serve(dataDir)
+    t.equal(contracted.code, 65)
+    const fatal = /"level":60.*ahead of this release with migrations that are not expand-only: .*2099_01_02_0001_drop_a_column \(contract\)/
+    t.match(contracted.out, fatal, 'one fatal line names it')
+  })
+}
 
 // ---------------------------------------------------------------- the schema change of 2026_11_29_03
 
