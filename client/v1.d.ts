@@ -1287,6 +1287,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             updated_at: string;
+            /**
+             * @description words in the body (runs of characters between white space)
+             * @example 14
+             */
+            word_count: number;
         };
         /** EmailChange */
         EmailChange: {
@@ -1506,6 +1511,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             updated_at: string;
+            /**
+             * @description words in the body (runs of characters between white space)
+             * @example 14
+             */
+            word_count: number;
         };
         /** PostCreate */
         PostCreate: {
@@ -5651,7 +5661,8 @@ export interface operations {
                      *       ],
                      *       "title": "Programming the Engine",
                      *       "type": "COURSE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Course"];
@@ -6670,7 +6681,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -8718,7 +8730,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -8850,7 +8863,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -9029,7 +9043,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -9212,7 +9227,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -9597,7 +9613,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];
@@ -15547,7 +15564,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1
@@ -15843,7 +15861,8 @@ export interface operations {
                      *       ],
                      *       "title": "Notes on the Analytical Engine",
                      *       "type": "ARTICLE",
-                     *       "updated_at": "2026-11-22T14:05:00+0000"
+                     *       "updated_at": "2026-11-22T14:05:00+0000",
+                     *       "word_count": 14
                      *     }
                      */
                     "application/json": components["schemas"]["Post"];

@@ -121,6 +121,11 @@ export interface components {
              * @example 2026-11-21T09:30:00+0000
              */
             updated_at: string;
+            /**
+             * @description words in the body (runs of characters between white space)
+             * @example 14
+             */
+            word_count: number;
         };
         /** PostCursorPage */
         PostCursorPage: {
@@ -342,7 +347,8 @@ export interface operations {
                      *           ],
                      *           "title": "Notes on the Analytical Engine",
                      *           "type": "ARTICLE",
-                     *           "updated_at": "2026-11-22T14:05:00+0000"
+                     *           "updated_at": "2026-11-22T14:05:00+0000",
+                     *           "word_count": 14
                      *         }
                      *       ],
                      *       "total": 1

@@ -31,6 +31,7 @@ const post = {
   slug: 'notes-on-the-analytical-engine',
   title: 'Notes on the Analytical Engine',
   body: 'The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves.',
+  word_count: 14,
   tags: ['computing', 'history'],
   media_url: `https://media.roja.dev/v1/media/${MEDIA}`,
   creator: ada,

@@ -20,6 +20,7 @@ export const Post = Type.Object({
   slug: Type.String({ examples: ['my-first-post'] }),
   title: Type.String({ examples: ['My first post'] }),
   body: Type.String(),
+  word_count: Type.Integer({ minimum: 0, description: 'words in the body (runs of characters between white space)', examples: [14] }),
   tags: Type.Array(Type.String(), { examples: [['fastify', 'api']] }),
   media_url: Nullable(Type.String({ format: 'uri', description: 'on an allowed internal media host' })),
   creator: ref(UserSummary),

@@ -5,6 +5,7 @@ import { diskStorage } from '../plugins/media-storage.js'
 import { createDb, type Db } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { deleteUserByName } from './domain/account.js'
+import { backupCommand } from './backup.js'
 import { banUser, grantCreator, revokeCreator, revokeTokens, unbanUser, type FlagChange } from './domain/users.js'
 
 /**
@@ -69,12 +70,17 @@ function help (prefix: string[]): string {
     '',
     ...shown.map(([, c]) => `  ${c.usage.padEnd(width)}  ${c.help}`),
     '',
+    '  backup <new directory>          an online copy of the SQLite database and its media (src/backup.ts)',
+    '  restore <backup> [--force]      into an empty DATA_DIR; PostgreSQL: docs/operations.md, Backups',
+    '',
     'Uses the database of DATABASE_URL (default: sqlite under DATA_DIR, ./data): give it the same',
     'settings as the server. Exit codes: 0 done, 1 failed (unknown user, bad configuration), 2 bad usage.'
   ].join('\n')
 }
 
 export async function main (argv: string[]): Promise<number> {
+  // backup and restore copy files and never open the database through Kysely (src/backup.ts)
+  if (argv[0] === 'backup' || argv[0] === 'restore') return backupCommand(argv[0], argv.slice(1))
   const helpAt = argv.findIndex(a => HELP_FLAGS.has(a))
   if (helpAt >= 0) {
     const prefix = argv.slice(0, Math.min(helpAt, 2))

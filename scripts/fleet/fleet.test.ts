@@ -5,6 +5,8 @@
  * Every request goes through the balancer; the database is read directly to check what it holds.
  * Prometheus (Debian's prometheus package: promtool and the server) scrapes the instances with
  * ops/prometheus/prometheus.yml, and `npm run fleet` itself is started and stopped as a user would.
+ * The fleet starts on the previous release (the sources before the newest migration, or the git
+ * revision FLEET_UPGRADE_FROM) and is upgraded to this tree under load by the first tests.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -18,7 +20,8 @@ import t from 'tap'
 import { VERIFICATION_SUBJECT } from '../../src/domain/email-verification.js'
 import { smtpServer } from '../../test/mail.js'
 import { freePort, listening, metricSamples, request, signUpVerified } from '../proc.js'
-import { startFleet, type Fleet, type Instance, type TargetGroup } from './fleet.js'
+import { startFleet, workingTree, type Fleet, type Instance, type TargetGroup } from './fleet.js'
+import { failingBuild, previousRelease, revisionBuild, rollingUpgrade } from './upgrade.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 // /metrics wants it, as in production; Prometheus reads it from its credentials file
@@ -122,10 +125,14 @@ writeFileSync(join(promDir, 'roja-metrics-token'), `${METRICS_TOKEN}\n`)
 // slow enough that one worker's batch outlasts another's poll
 const smtp = await smtpServer(t, { delayMs: 25 })
 const messageIds = () => smtp.received.map(m => m.messageId)
+const OLD = revisionBuild(process.env.FLEET_UPGRADE_FROM || previousRelease())
+t.teardown(() => OLD.dispose())
+const NEW = workingTree('tsx')
 const started = Date.now()
 const fleet = await startFleet({
   instances: 3,
   runtime: 'tsx',
+  build: OLD,
   redisUrl: REDIS_URL,
   smtpUrl: smtp.url,
   logLevel: process.env.FLEET_LOG_LEVEL ?? 'warn',
@@ -146,7 +153,7 @@ const fleet = await startFleet({
 t.teardown(() => fleet.stop())
 // `timeout` (test.sh) ends a stuck run with SIGTERM: take the fleet and its database down with it
 process.once('SIGTERM', () => { void fleet.stop().finally(() => process.exit(1)) })
-t.comment(`fleet up in ${Date.now() - started} ms: ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`)
+t.comment(`fleet up in ${Date.now() - started} ms on ${OLD.name} (the release to upgrade from): ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`)
 const NAMES = fleet.instances.map(i => i.name)
 
 const db = new pg.Pool({ connectionString: fleet.databaseUrl, max: 3 })
@@ -173,6 +180,61 @@ const reader = await signUp(false)
 const other = (name: string, k = 1) => NAMES[(NAMES.indexOf(name) + k) % NAMES.length]
 
 // ---------------------------------------------------------------- the properties
+const upgradeWrite = (label: string) => (n: number) =>
+  call(fleet, 'POST', '/v1/posts', {
+    headers: creator.auth,
+    body: { title: `${label} ${n} ${randomUUID()}`, body: 'three words here', type: 'ARTICLE', tags: ['fleet'] }
+  })
+const migrationNames = async () => (await db.query('select name from kysely_migration order by name')).rows.map(r => r.name as string)
+
+t.test('an upgrade whose migration fails stops, the old release serving on every instance and the database as it was', async (t) => {
+  const before = await migrationNames()
+  const failing = failingBuild(OLD.commit)
+  t.teardown(() => failing.dispose())
+  const reads = load(() => call(fleet, 'GET', '/v1/posts?limit=5'), 2)
+  await t.rejects(rollingUpgrade(fleet, failing), /roja1 did not come up on .*failing migration; the upgrade stopped/)
+  await reads.stop()
+  t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, `every read succeeded (${reads.outcomes.length})`)
+  t.same(fleet.instances.map(i => i.build.name), NAMES.map(() => OLD.name), 'every instance runs the old release')
+  t.same(await fleet.haproxy.states(), Object.fromEntries(NAMES.map(n => [n, 'UP'])), 'and takes requests')
+  t.same(await migrationNames(), before, 'the database is at its previous version')
+  t.equal((await db.query("select to_regclass('upgrade_probe') as probe")).rows[0].probe, null, 'with nothing of the failed migration')
+  t.notOk(existsSync(join(fleet.dir, 'upgrade.lock')), 'and the upgrade lock released')
+})
+
+t.test('a rolling upgrade to this tree under load fails no request and loses no write; a second one meanwhile is refused', async (t) => {
+  const before = await migrationNames()
+  const writes = load(upgradeWrite('upgrade'), 4)
+  const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
+  await sleep(1000)
+  const began = Date.now()
+  const upgrade = rollingUpgrade(fleet, NEW, line => t.comment(line))
+  await t.rejects(rollingUpgrade(fleet, NEW), /an upgrade is already running/, 'a second upgrade is refused')
+  const steps = await upgrade
+  const took = Date.now() - began
+  await sleep(1000)
+  await Promise.all([writes.stop(), reads.stop()])
+  const all = [...writes.outcomes, ...reads.outcomes]
+  t.comment(`upgrade of ${steps.length} instances in ${took} ms; ${all.length} requests (${writes.outcomes.length} writes), ` +
+    `outcomes ${JSON.stringify(tally(all))}`)
+  t.same(tally(writes.outcomes), { 201: writes.outcomes.length }, 'every write succeeded')
+  t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
+  const acknowledged = writes.outcomes.map(o => o.id!)
+  t.equal(await countIn('post', acknowledged), acknowledged.length, `every 201 is in the database (${acknowledged.length})`)
+  t.same(fleet.instances.map(i => i.build.name), NAMES.map(() => NEW.name), 'every instance runs this tree')
+  const added = (await migrationNames()).filter(name => !before.includes(name))
+  t.ok(added.length > 0, `the new release's migrations ran: ${added.join(', ')}`)
+  const kinds = (await db.query('select name, kind from roja_migration_kind')).rows
+  const recorded = kinds.filter(k => added.includes(k.name))
+  t.same(recorded.map(k => k.name).sort(), added.filter(name => name >= '2026_11_29_0300'), `each recorded its kind: ${JSON.stringify(recorded)}`)
+  // a post the old release wrote during the upgrade has no stored count: the new release counts it on read
+  const oldWrite = writes.outcomes.find(o => o.servedBy === 'roja3' && o.startedAt < began + 1000)
+  if (oldWrite) {
+    const read = await call(fleet, 'GET', `/v1/posts/${oldWrite.id}`)
+    t.equal((read.json as { word_count: number }).word_count, 3, 'a post the old release wrote shows its word count')
+  }
+})
+
 t.test('rate limits are shared: the sum over all instances is enforced', async (t) => {
   const ip = randomIp()
   const answers: Answer[] = []

@@ -30,6 +30,8 @@ export interface FleetOptions {
   databaseUrl?: string
   redisUrl: string
   smtpUrl?: string
+  /** what the instances run, when not this working tree (scripts/fleet/upgrade.ts: a git revision's sources) */
+  build?: Build
   /** further settings given to every instance (RATE_LIMIT_MAX …) */
   env?: Record<string, string>
   logLevel?: string
@@ -41,11 +43,18 @@ export interface FleetOptions {
 const live = new Set<ChildProcess>()
 process.once('exit', () => { for (const c of live) c.kill('SIGKILL') })
 
+/** What an instance runs: node's arguments, in a folder of sources (this working tree, or a revision's). */
+export interface Build { name: string, cwd: string, command: string[] }
+
 export class Instance {
   child?: ChildProcess
   exit?: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
   log: string[] = []
-  constructor (readonly name: string, readonly port: number, private readonly command: string[], private readonly env: Record<string, string>) {}
+  build: Build
+  /** `build`: what it runs, or node's arguments to run in this working tree */
+  constructor (readonly name: string, readonly port: number, build: Build | string[], private readonly env: Record<string, string>) {
+    this.build = Array.isArray(build) ? { name: 'working tree', cwd: ROOT, command: build } : build
+  }
 
   get url () { return `http://127.0.0.1:${this.port}` }
   get pid () { return this.child?.pid }
@@ -53,7 +62,8 @@ export class Instance {
 
   async start (timeoutMs = 60_000) {
     // detached: a Ctrl-C at the terminal reaches the fleet runner alone, which stops the parts in order
-    const child = spawn(process.execPath, this.command, { cwd: ROOT, env: { ...process.env, ...this.env, PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const env = { ...process.env, ...this.env, PORT: String(this.port) }
+    const child = spawn(process.execPath, this.build.command, { cwd: this.build.cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     live.add(child)
     child.once('exit', () => live.delete(child))
     this.child = child
@@ -89,6 +99,8 @@ export interface Fleet {
   dataDir: string
   /** the instances as a Prometheus file-based service-discovery list; removed at stop */
   targetsFile: string
+  /** the fleet's own folder (HAProxy's config and socket, the upgrade lock) */
+  dir: string
   stop: () => Promise<void>
 }
 
@@ -108,6 +120,11 @@ function writeTargets (file: string, groups: TargetGroup[]): void {
 
 // As through a TLS-terminating proxy, so that an instance in production mode (the soak's) answers too.
 const healthy = (port: number) => request({ port, path: '/health', timeout: 1000, headers: { 'x-forwarded-proto': 'https' } }).then(res => res.status === 200, () => false)
+
+/** This working tree: the built server as `npm start` runs it, node flags included (dist), or the sources (tsx). */
+export function workingTree (runtime: Runtime): Build {
+  return { name: 'working tree', cwd: ROOT, command: runtime === 'dist' ? npmStartArgs(ROOT) : ['--import', 'tsx', 'src/server.ts'] }
+}
 
 export async function startFleet (opts: FleetOptions): Promise<Fleet> {
   const count = opts.instances ?? 3
@@ -150,9 +167,9 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       ...opts.env
     }
     // the built bundle runs as npm start runs it, node flags included
-    const command = (opts.runtime ?? 'dist') === 'dist' ? npmStartArgs(ROOT) : ['--import', 'tsx', 'src/server.ts']
+    const build = opts.build ?? workingTree(opts.runtime ?? 'dist')
     const instances: Instance[] = []
-    for (let i = 1; i <= count; i++) instances.push(new Instance(`roja${i}`, await freePort(), command, env))
+    for (let i = 1; i <= count; i++) instances.push(new Instance(`roja${i}`, await freePort(), build, env))
     cleanups.push(() => Promise.all(instances.map(i => i.stop())).then(() => {}))
     // The first instance migrates the database alone; the others then start together.
     await instances[0].start()
@@ -165,7 +182,7 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
     cleanups.push(() => haproxy.stop())
     await haproxy.waitFor(instances.map(i => i.name), 'UP')
     // Stop order: the balancer first (no new requests), then the instances (they drain), then the database.
-    return { url, haproxy, instances, databaseUrl, postgres, dataDir, targetsFile, stop: cleanup }
+    return { url, haproxy, instances, databaseUrl, postgres, dataDir, targetsFile, dir, stop: cleanup }
   } catch (err) {
     await cleanup()
     throw err

@@ -6,10 +6,13 @@
  * JWT_SECRET and METRICS_TOKEN are passed on. Writes the instances' addresses as a Prometheus
  * targets file (FLEET_TARGETS_FILE, or prometheus-targets.json in the fleet's folder) and prints
  * the balancer's URL; Ctrl-C or SIGTERM stops the balancer, the instances, then the database.
+ * FLEET_UPGRADE_FROM=<git revision> starts the instances on that revision's sources instead, and
+ * SIGUSR2 then upgrades them one by one to this tree (scripts/fleet/upgrade.ts; docs/operations.md, Upgrades).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { resolve } from 'node:path'
-import { startFleet, type Fleet, type Runtime } from './fleet.js'
+import { startFleet, workingTree, type Fleet, type Runtime } from './fleet.js'
+import { revisionBuild, rollingUpgrade } from './upgrade.js'
 
 const runtime = (process.env.FLEET_RUNTIME ?? 'dist') as Runtime
 if (runtime !== 'dist' && runtime !== 'tsx') throw new Error('FLEET_RUNTIME must be dist or tsx')
@@ -55,11 +58,16 @@ if (runtime === 'dist') {
   if (code !== 0) process.exit(1)
   console.log(`built in ${Date.now() - startedAt} ms`)
 }
-console.log(`starting ${process.env.FLEET_INSTANCES ?? 3} instances (${runtime}), ${databaseUrl ? 'on DATABASE_URL' : 'on a private PostgreSQL'} …`)
+const from = process.env.FLEET_UPGRADE_FROM ? revisionBuild(process.env.FLEET_UPGRADE_FROM) : undefined
+if (from) process.once('exit', () => from.dispose())
+const what = from ? `sources of ${from.name}` : runtime
+const where = databaseUrl ? 'on DATABASE_URL' : 'on a private PostgreSQL'
+console.log(`starting ${process.env.FLEET_INSTANCES ?? 3} instances (${what}), ${where} …`)
 try {
   fleet = await startFleet({
     instances: Number(process.env.FLEET_INSTANCES ?? 3),
     runtime,
+    build: from,
     port: process.env.FLEET_PORT ? Number(process.env.FLEET_PORT) : undefined,
     databaseUrl,
     redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -90,4 +98,12 @@ console.log(`Ctrl-C or \`kill ${process.pid}\` stops the fleet`)
 // an instance that dies on its own is reported; HAProxy has already taken it out
 for (const i of fleet.instances) {
   void i.exit!.then(({ code, signal }) => { if (!stopping) console.error(`${i.name} exited (code ${code}, signal ${signal})`) })
+}
+if (from) {
+  console.log(`on ${from.name}: \`kill -USR2 ${process.pid}\` upgrades the instances one by one to this tree (${runtime})`)
+  process.on('SIGUSR2', () => {
+    const started = Date.now()
+    rollingUpgrade(fleet!, workingTree(runtime), line => console.log(`upgrade: ${line}`))
+      .then(() => console.log(`upgrade: done in ${Date.now() - started} ms`), (err: Error) => console.error(`upgrade: ${err.message}`))
+  })
 }

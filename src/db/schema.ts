@@ -51,6 +51,8 @@ export interface PostTable {
   updated_at: Timestamp
   /** latest of updated_at, published_at, created_at: the default order, indexed */
   sort_at: Timestamp
+  /** words in the body; null on a post the previous release wrote (2026_11_29_0301), counted on read */
+  word_count: number | null
 }
 
 export interface PostTagTable {

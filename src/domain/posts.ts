@@ -31,7 +31,7 @@ function selectPosts (db: Executor) {
   return db.selectFrom('post')
     .innerJoin('user', 'user.id', 'post.creator_id')
     .innerJoin('profile', 'profile.id', 'post.creator_id')
-    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.tags', 'post.media_url',
+    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.word_count', 'post.tags', 'post.media_url',
       'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
       ...PERSON_COLUMNS])
 }
@@ -48,6 +48,8 @@ function toPost (row: PostRow): Post {
     slug: row.slug,
     title: row.title,
     body: row.body,
+    // null on a post the previous release wrote during a rolling upgrade (2026_11_29_0301)
+    word_count: row.word_count ?? wordCount(row.body),
     tags: JSON.parse(row.tags) as string[],
     media_url: row.media_url,
     creator: toPerson(row.creator_id, row),
@@ -55,6 +57,11 @@ function toPost (row: PostRow): Post {
     created_at: formatDateTime(row.created_at),
     updated_at: formatDateTime(row.updated_at)
   }
+}
+
+/** Words in a post's body: runs of characters between white space. */
+export function wordCount (body: string): number {
+  return body.split(/\s+/).filter(w => w !== '').length
 }
 
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
@@ -229,6 +236,7 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
       slug,
       title: input.title,
       body: input.body ?? '',
+      word_count: wordCount(input.body ?? ''),
       tags: JSON.stringify(tags),
       media_url: input.media_url ?? null,
       published_at: publishedAt,
@@ -264,6 +272,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
       slug,
       title: input.title,
       body: input.body ?? '',
+      word_count: wordCount(input.body ?? ''),
       tags: JSON.stringify(tags),
       media_url: input.media_url ?? null,
       published_at: publishedAt,

@@ -1,5 +1,7 @@
-import { sql, type Kysely } from '../kysely.js'
-import { isPostgres } from '../dialect.js'
+import { PostgresAdapter, sql, type Kysely } from '../kysely.js'
+
+// This migration's own dialect check: a migration imports nothing but Kysely (test/migrations.test.ts).
+const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter
 
 // Timestamps are timestamptz on PostgreSQL and ISO-8601 text on SQLite (which sorts the same way).
 export async function up (db: Kysely<any>): Promise<void> {

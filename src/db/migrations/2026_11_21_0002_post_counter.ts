@@ -1,5 +1,7 @@
-import { sql, type Kysely } from '../kysely.js'
-import { isPostgres } from '../dialect.js'
+import { PostgresAdapter, sql, type Kysely } from '../kysely.js'
+
+// This migration's own dialect check: a migration imports nothing but Kysely (test/migrations.test.ts).
+const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter
 
 /**
  * post_counter: per post type, how many posts have a published_at (published or scheduled),

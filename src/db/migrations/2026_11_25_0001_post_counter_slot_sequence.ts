@@ -1,6 +1,28 @@
-import { sql, type Kysely } from '../kysely.js'
-import { isPostgres } from '../dialect.js'
-import { NEXT_SLOT_BY_MAX, postCounterAdd } from './2026_11_23_0001_post_counter_slots.js'
+import { PostgresAdapter, sql, type Kysely } from '../kysely.js'
+
+// This migration's own dialect check: a migration imports nothing but Kysely (test/migrations.test.ts).
+const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter
+
+// Copied from 2026_11_23_0001 as it ran: its slot choice (down restores it) and its function's text.
+/** The new slot's number as 2026_11_23_0001 chose it: max(slot) + 1. */
+const NEXT_SLOT_BY_MAX = '(select coalesce(max(slot), -1) + 1 from post_counter where type = t)'
+
+/** post_counter_add(type, n): adds n to a slot of the type that no open transaction holds. */
+function postCounterAdd (nextSlot: string): string {
+  return `create or replace function post_counter_add(t text, n bigint) returns void language plpgsql as $$
+      declare s integer;
+      begin
+        select slot into s from post_counter where type = t limit 1 for update skip locked;
+        if found then
+          update post_counter set published = published + n where type = t and slot = s;
+        else
+          -- every slot is held by an open writer (or the type is new): open another one
+          insert into post_counter (type, slot, published)
+            values (t, ${nextSlot}, n)
+            on conflict (type, slot) do update set published = post_counter.published + excluded.published;
+        end if;
+      end $$`
+}
 
 /**
  * A new post_counter slot takes its number from a sequence: with max(slot) + 1, two writers that

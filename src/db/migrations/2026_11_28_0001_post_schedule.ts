@@ -1,5 +1,7 @@
-import { sql, type Kysely } from '../kysely.js'
-import { isPostgres } from '../dialect.js'
+import { PostgresAdapter, sql, type Kysely } from '../kysely.js'
+
+// This migration's own dialect check: a migration imports nothing but Kysely (test/migrations.test.ts).
+const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter
 
 // A post's UTC day as YYYY-MM-DD text (sorts as it reads), and the start of the writer's next UTC day.
 const PG_DAY = "to_char(published_at at time zone 'UTC', 'YYYY-MM-DD')"

@@ -23,11 +23,12 @@ t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived sl
     slug: 'uber-cafe-notes',
     title: 'Über Café: Notes!',
     body: 'Hello',
+    word_count: 1,
     tags: ['rust', 'api'],
     media_url: MEDIA,
     creator: { id: creator.id, username: creator.username, first_name: 'Ada', last_name: 'Lovelace' }
   })
-  t.same(Object.keys(post).sort(), ['body', 'created_at', 'creator', 'id', 'media_url', 'published_at', 'slug', 'tags', 'title', 'type', 'updated_at'])
+  t.same(Object.keys(post).sort(), ['body', 'created_at', 'creator', 'id', 'media_url', 'published_at', 'slug', 'tags', 'title', 'type', 'updated_at', 'word_count'])
   t.match(post.published_at, DATE_TIME, 'published now by default')
   t.equal(post.published_at, post.created_at)
 
