@@ -35,7 +35,8 @@ export function revisionBuild (revision: string): Build & { commit: string, disp
  */
 export function previousRelease (): string {
   const newest = readdirSync(join(ROOT, 'src/db/migrations')).filter(f => f.endsWith('.ts')).sort().at(-1)!
-  const git = ['-C', ROOT, 'log', '--diff-filter=A', '--format=%H', '-1', '--', `src/db/migrations/${newest}`]
+  // --first-parent: on main, the merge that brought the migration in; its first parent is the release before
+  const git = ['-C', ROOT, 'log', '--first-parent', '--diff-filter=A', '--format=%H', '-1', '--', `src/db/migrations/${newest}`]
   const added = execFileSync('git', git, { encoding: 'utf8' }).trim()
   if (!added) throw new UpgradeError(`${newest} is not committed: commit it, or name the old revision`)
   return `${added}^`
