@@ -27,6 +27,8 @@ export default [
       'no-control-regex': 'off',
       // worker loops run until a closure clears their flag, which this rule cannot see
       'no-unmodified-loop-condition': 'off',
+      // prom-client registers a metric when it is constructed
+      'no-new': 'off',
       // Ajv's CommonJS class reached through its `default`
       'new-cap': ['error', { newIsCap: true, capIsNew: false, properties: true, newIsCapExceptions: ['default'] }]
     }

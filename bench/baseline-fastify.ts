@@ -43,7 +43,10 @@ const url = process.env.DATABASE_URL!
 const postgres = url.startsWith('postgres')
 
 /** Statements are written with `?`; PostgreSQL numbers them. */
-const numbered = (text: string) => { let n = 0; return text.replace(/\?/g, () => `$${++n}`) }
+const numbered = (text: string) => {
+  let n = 0
+  return text.replace(/\?/g, () => `$${++n}`)
+}
 
 function openPg (): Db {
   // Roja's pool size, and the same type parsing: bigint as a number, timestamptz as the ISO text
@@ -56,16 +59,18 @@ function openPg (): Db {
   })
   // Prepared as Roja prepares them: a named statement for each text that takes values, with PostgreSQL's default plan choice.
   const pool = new pg.Pool({ connectionString: url, max: 10 })
-  pool.on('connect', (client) => { client.query('set time zone \'UTC\'').catch(() => {}) })
+  pool.on('connect', client => {
+    client.query("set time zone 'UTC'").catch(() => {})
+  })
   const statements = new Map<string, pg.QueryConfig>()
   const query = (text: string, values: unknown[]): pg.QueryConfig => {
     let statement = statements.get(text)
-    if (statement === undefined) statements.set(text, statement = { name: `s${statements.size}`, text: numbered(text) })
+    if (statement === undefined) statements.set(text, (statement = { name: `s${statements.size}`, text: numbered(text) }))
     return values.length > 0 ? { ...statement, values } : { text: statement.text }
   }
   return {
     all: async (text, params) => (await pool.query(query(text, params))).rows,
-    transaction: async (list) => {
+    transaction: async list => {
       const client = await pool.connect()
       try {
         await client.query('begin')
@@ -92,7 +97,7 @@ function openSqlite (): Db {
   const statements = new Map<string, SQLite.Statement>()
   const run = (text: string, params: unknown[]): Row[] => {
     let statement = statements.get(text)
-    if (!statement) statements.set(text, statement = db.prepare(text))
+    if (!statement) statements.set(text, (statement = db.prepare(text)))
     if (statement.reader) return statement.all(...params) as Row[]
     statement.run(...params)
     return []
@@ -101,7 +106,7 @@ function openSqlite (): Db {
   const transaction = db.transaction((list: Statement[]) => list.reduce<Row[]>((_, [text, params]) => run(text, params), []))
   return {
     all: async (text, params) => run(text, params),
-    transaction: async (list) => transaction(list)
+    transaction: async list => transaction(list)
   }
 }
 
@@ -135,7 +140,13 @@ function toPost (r: Row) {
   }
 }
 
-interface ListQuery { limit?: string, offset?: string, type?: string, tags?: string, creator_id?: string }
+interface ListQuery {
+  limit?: string
+  offset?: string
+  type?: string
+  tags?: string
+  creator_id?: string
+}
 
 /** The page and the total, with the same WHERE clause (the filters in Roja's order). */
 async function list (q: ListQuery, creatorId: string | undefined, unpublished: boolean) {
@@ -144,12 +155,23 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   const horizon = new Date(Date.now() + 86_400_000).toISOString()
   const where: string[] = []
   const params: unknown[] = []
-  if (!unpublished) { where.push('"post"."published_at" <= ?', '"post"."sort_at" <= ?'); params.push(now, horizon) }
-  if (creatorId !== undefined) { where.push('"post"."creator_id" = ?'); params.push(creatorId) }
-  if (q.type !== undefined) { where.push('"post"."type" = ?'); params.push(q.type) }
+  if (!unpublished) {
+    where.push('"post"."published_at" <= ?', '"post"."sort_at" <= ?')
+    params.push(now, horizon)
+  }
+  if (creatorId !== undefined) {
+    where.push('"post"."creator_id" = ?')
+    params.push(creatorId)
+  }
+  if (q.type !== undefined) {
+    where.push('"post"."type" = ?')
+    params.push(q.type)
+  }
   if (q.tags !== undefined) {
     const tags = [...new Set(q.tags.split(',').map(t => t.toLowerCase()))]
-    where.push(`"post"."id" in (select "post_tag"."post_id" from "post_tag" where "post_tag"."tag" in (${tags.map(() => '?').join(', ')}) group by "post_tag"."post_id" having count(*) = ?)`)
+    where.push(
+      `"post"."id" in (select "post_tag"."post_id" from "post_tag" where "post_tag"."tag" in (${tags.map(() => '?').join(', ')}) group by "post_tag"."post_id" having count(*) = ?)`
+    )
     params.push(...tags, tags.length)
   }
   const filter = where.length ? `where ${where.join(' and ')}` : ''
@@ -161,10 +183,12 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
     // Roja's: the slots, less the scheduled posts: from the index up to the day after tomorrow, from post_schedule beyond
     const horizon = new Date(Math.floor(Date.parse(now) / 86_400_000) * 86_400_000 + 2 * 86_400_000).toISOString()
     const day = horizon.slice(0, 10)
-    total = db.all(`select coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
+    total = db.all(
+      `select coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
       - (select count(*) from post where published_at > ? and published_at < ? ${ofType})
       - coalesce((select sum(scheduled) from post_schedule where day >= ? ${ofType}), 0) as total`,
-    q.type === undefined ? [now, horizon, day] : [q.type, now, horizon, q.type, day, q.type])
+      q.type === undefined ? [now, horizon, day] : [q.type, now, horizon, q.type, day, q.type]
+    )
   } else {
     total = db.all(`select count(*) as "total" from "post" ${filter}`, params)
   }
@@ -174,11 +198,14 @@ async function list (q: ListQuery, creatorId: string | undefined, unpublished: b
   // would prepare a statement with a bound LIMIT again on every run, PostgreSQL keeps a generic plan,
   // for which its keys read are capped at the page's reach (its end's next power of two, at least 128).
   const LIMIT = `limit ${limit} offset ?`
-  const page = creatorId === undefined && (postgres || offset >= 100)
-    ? `select ${COLUMNS} ${FROM} inner join (${postgres
-      ? `select "capped"."page_key" from (select "post"."id" as "page_key", "post"."sort_at" as "sort_0", "post"."id" as "sort_1" from "post" ${filter} ${SORT} limit ${keysCap(offset, limit)}) as "capped" order by "capped"."sort_0" desc, "capped"."sort_1" desc ${LIMIT}`
-      : `select "post"."id" as "page_key" from "post" ${filter} ${SORT} ${LIMIT}`}) as "page" on "page"."page_key" = "post"."id" ${SORT}`
-    : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
+  const page =
+    creatorId === undefined && (postgres || offset >= 100)
+      ? `select ${COLUMNS} ${FROM} inner join (${
+          postgres
+            ? `select "capped"."page_key" from (select "post"."id" as "page_key", "post"."sort_at" as "sort_0", "post"."id" as "sort_1" from "post" ${filter} ${SORT} limit ${keysCap(offset, limit)}) as "capped" order by "capped"."sort_0" desc, "capped"."sort_1" desc ${LIMIT}`
+            : `select "post"."id" as "page_key" from "post" ${filter} ${SORT} ${LIMIT}`
+        }) as "page" on "page"."page_key" = "post"."id" ${SORT}`
+      : `select ${COLUMNS} ${FROM} ${filter} ${SORT} ${LIMIT}`
   const [rows, [count]] = await Promise.all([db.all(page, [...params, offset]), total])
   return { limit, offset, posts: rows.map(toPost), total: Number(count.total) }
 }
@@ -211,7 +238,9 @@ if (features) {
     done()
   })
   const secure = helmet({ contentSecurityPolicy: false, hsts: { maxAge: 31536000, includeSubDomains: true } })
-  app.addHook('onRequest', (request, reply, done) => { secure(request.raw as never, reply.raw as never, (err?: unknown) => done(err as Error | undefined)) })
+  app.addHook('onRequest', (request, reply, done) => {
+    secure(request.raw as never, reply.raw as never, (err?: unknown) => done(err as Error | undefined))
+  })
   await app.register(cors, {
     origin: ['https://app.example.com'],
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
@@ -222,29 +251,50 @@ if (features) {
   await app.register(rateLimit, { global: true, max: 1_000_000_000, timeWindow: 60_000 })
   await app.register(metrics.default, {
     endpoint: '/metrics',
-    routeMetrics: { enabled: { histogram: true, summary: false }, overrides: { histogram: { buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] } } }
+    routeMetrics: {
+      enabled: { histogram: true, summary: false },
+      overrides: { histogram: { buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] } }
+    }
   })
   await app.register(underPressure, {
     maxEventLoopDelay: 1000,
     sampleInterval: 1000,
-    healthCheck: async () => { await db.all('select 1', []); return true },
+    healthCheck: async () => {
+      await db.all('select 1', [])
+      return true
+    },
     healthCheckInterval: 1000
   })
 }
 // Verified as Roja verifies (its config's defaults): HS256 only, the claims it requires, its issuer and audience, its token lifetime.
 await app.register(jwt, {
   secret: process.env.JWT_SECRET!,
-  verify: { algorithms: ['HS256'], cache: true, requiredClaims: ['id', 'gen', 'iat', 'exp', 'iss', 'aud'], allowedIss: 'roja', allowedAud: 'roja-api', maxAge: 3600 * 1000 }
+  verify: {
+    algorithms: ['HS256'],
+    cache: true,
+    requiredClaims: ['id', 'gen', 'iat', 'exp', 'iss', 'aud'],
+    allowedIss: 'roja',
+    allowedAud: 'roja-api',
+    maxAge: 3600 * 1000
+  }
 })
 
-class HttpError extends Error { constructor (readonly statusCode: number) { super(String(statusCode)) } }
+class HttpError extends Error {
+  constructor (readonly statusCode: number) {
+    super(String(statusCode))
+  }
+}
 
 /** Bearer token → the user row, active: the same check Roja runs on every authenticated request. */
 async function user (request: FastifyRequest): Promise<Row> {
   const match = /^Bearer +(\S+)$/i.exec(request.headers.authorization ?? '')
   if (!match) throw new HttpError(401)
   let id: string
-  try { id = app.jwt.verify<{ id: string }>(match[1]).id } catch { throw new HttpError(401) }
+  try {
+    id = app.jwt.verify<{ id: string }>(match[1]).id
+  } catch {
+    throw new HttpError(401)
+  }
   const [row] = await db.all(USER, [id])
   if (!row) throw new HttpError(401)
   if (!row.is_active) throw new HttpError(403)
@@ -269,20 +319,22 @@ app.get('/v1/posts/:postId', async (request, reply) => {
   const [row] = await db.all(BY_ID, [(request.params as { postId: string }).postId])
   if (!row || row.published_at === null || new Date(row.published_at).getTime() > Date.now()) throw new HttpError(404)
   const body = JSON.stringify(toPost(row))
-  return reply.header('etag', `"${hash('sha256', body, 'base64url').slice(0, 27)}"`)
-    .type('application/json; charset=utf-8').send(body)
+  return reply
+    .header('etag', `"${hash('sha256', body, 'base64url').slice(0, 27)}"`)
+    .type('application/json; charset=utf-8')
+    .send(body)
 })
 
 app.post('/v1/posts', async (request, reply) => {
   const me = await user(request)
   if (!me.is_creator) throw new HttpError(403)
-  const input = request.body as { type: string, title: string, slug: string, body?: string, tags?: string[] }
+  const input = request.body as { type: string; title: string; slug: string; body?: string; tags?: string[] }
   const id = randomUUID()
   const now = new Date().toISOString()
   const tags = [...new Set((input.tags ?? []).map(t => t.toLowerCase()))]
   const values = [id, me.id, input.type, input.slug, input.title, input.body ?? '', JSON.stringify(tags), null, now, now, now, now]
   const statements: Statement[] = [[INSERT_POST, values]]
-  if (tags.length > 0) statements.push([`insert into "post_tag" ("post_id", "tag") values ${tags.map(() => '(?, ?)').join(', ')}`, tags.flatMap(tag => [id, tag])])
+  if (tags.length > 0) { statements.push([`insert into "post_tag" ("post_id", "tag") values ${tags.map(() => '(?, ?)').join(', ')}`, tags.flatMap(tag => [id, tag])]) }
   statements.push([BY_ID, [id]])
   const [row] = await db.transaction(statements)
   return reply.code(201).header('location', `/v1/posts/${id}`).send(toPost(row))
@@ -293,4 +345,6 @@ app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
 })
 
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
-process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
+process.on('SIGTERM', () => {
+  void app.close().then(() => process.exit(0))
+})

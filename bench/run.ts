@@ -25,19 +25,24 @@ import { cpuMs, cpuMsByCommand, freePort, machineTicks, npmStartArgs, rssBytes, 
 import { withLockWaits, type LockWaits } from './lock-waits.js'
 
 interface Result {
-  requests: { average: number, total: number }
-  latency: { p50: number, p99: number }
+  requests: { average: number; total: number }
+  latency: { p50: number; p99: number }
   errors: number
   timeouts: number
   non2xx: number
 }
-interface CannonRequest { method?: string, path?: string, headers?: Record<string, string>, body?: string }
+interface CannonRequest {
+  method?: string
+  path?: string
+  headers?: Record<string, string>
+  body?: string
+}
 const autocannon = autocannonUntyped as (opts: {
-  url: string,
-  connections: number,
-  duration: number,
-  method: string,
-  headers: Record<string, string>,
+  url: string
+  connections: number
+  duration: number
+  method: string
+  headers: Record<string, string>
   requests?: Array<{ setupRequest: (req: CannonRequest) => CannonRequest }>
 }) => Promise<Result>
 
@@ -60,7 +65,7 @@ const SMALL = num('BENCH_SMALL', 10_000, 300)
 const LARGE = num('BENCH_LARGE', 1_000_000, 1_000)
 // Seeding is bounded: a seeder that slows down (heavier triggers, say) fails the run instead of eating it.
 const SEED_LIMIT_S = num('BENCH_SEED_TIMEOUT', Math.max(120, LARGE / 1000), 120)
-const CURSOR_PAGE = Math.min(1000, Math.floor(LARGE * 0.9 / 10))
+const CURSOR_PAGE = Math.min(1000, Math.floor((LARGE * 0.9) / 10))
 const DIALECTS = (env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',')
 const PG_URL = env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const CPU_PROF = env.BENCH_CPU_PROF === '1'
@@ -97,7 +102,13 @@ if (unknown.length) {
 const GROUPS = named.length ? ALL_GROUPS.filter(g => named.includes(g)) : QUICK ? GOAL_GROUPS.filter(g => g !== 'chain') : GOAL_GROUPS
 const wanted = (name: string) => GROUPS.includes(name)
 
-interface Server { name: string, port: number, child: ChildProcess, readyMs: number, url: string }
+interface Server {
+  name: string
+  port: number
+  child: ChildProcess
+  readyMs: number
+  url: string
+}
 /** each server's process by its URL: a target's CPU time is read from the processes it loads */
 const pidOf = new Map<string, number>()
 /** the servers on PostgreSQL: their targets also read PostgreSQL's CPU time */
@@ -155,19 +166,25 @@ function startRoja (name: string, databaseUrl: string, cwd = ROOT, extraEnv: Rec
   // npm start's node flags included: a BENCH_BEFORE build runs with its own, so a change of flags is measured too
   const args = npmStartArgs(cwd)
   const entry = BUILT ? args : [...args.slice(0, -1), '--import', 'tsx', 'src/server.ts']
-  return start(name, [...profile(name), ...entry], {
-    ENVIRONMENT: 'production',
-    HOST: '127.0.0.1',
-    DATA_DIR: join(TMP, name),
-    DATABASE_URL: databaseUrl,
-    JWT_SECRET,
-    TRUST_PROXY: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    ALLOWED_CORS_ORIGINS: 'https://app.example.com',
-    RATE_LIMIT_MAX: '1000000000',
-    ...(env.BENCH_EVENT_LOOP_DELAY_MS ? { MAX_EVENT_LOOP_DELAY_MS: env.BENCH_EVENT_LOOP_DELAY_MS } : {}),
-    ...extraEnv
-  }, '/health', cwd)
+  return start(
+    name,
+    [...profile(name), ...entry],
+    {
+      ENVIRONMENT: 'production',
+      HOST: '127.0.0.1',
+      DATA_DIR: join(TMP, name),
+      DATABASE_URL: databaseUrl,
+      JWT_SECRET,
+      TRUST_PROXY: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ALLOWED_CORS_ORIGINS: 'https://app.example.com',
+      RATE_LIMIT_MAX: '1000000000',
+      ...(env.BENCH_EVENT_LOOP_DELAY_MS ? { MAX_EVENT_LOOP_DELAY_MS: env.BENCH_EVENT_LOOP_DELAY_MS } : {}),
+      ...extraEnv
+    },
+    '/health',
+    cwd
+  )
 }
 
 /** The BENCH_BEFORE commit's tree, built, in bench/.tmp/before (git archive: no worktree left behind). */
@@ -195,14 +212,19 @@ function buildIn (dir: string): void {
 
 /** The same-SQL server (bench/baseline-fastify.ts): bare, or with `features` the like-for-like baseline. */
 function startBaseline (name: string, databaseUrl: string, features = false): Promise<Server> {
-  return start(name, [...(features ? profile(name) : []), '--import', 'tsx', 'bench/baseline-fastify.ts'], { DATABASE_URL: databaseUrl, JWT_SECRET, BASELINE_FEATURES: features ? '1' : '0' }, '/v1/posts?limit=1')
+  return start(
+    name,
+    [...(features ? profile(name) : []), '--import', 'tsx', 'bench/baseline-fastify.ts'],
+    { DATABASE_URL: databaseUrl, JWT_SECRET, BASELINE_FEATURES: features ? '1' : '0' },
+    '/v1/posts?limit=1'
+  )
 }
 
 /** A small seeded PRNG (mulberry32): both sides of a ratio get the same sequence of requests in a round. */
 function prng (seed: number): () => number {
   let s = seed >>> 0
   return () => {
-    s = (s + 0x6D2B79F5) >>> 0
+    s = (s + 0x6d2b79f5) >>> 0
     let t = Math.imul(s ^ (s >>> 15), s | 1)
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
@@ -212,7 +234,11 @@ type Random = () => number
 const pick = <T>(random: Random, list: T[]): T => list[Math.floor(random() * list.length)]
 const between = (random: Random, lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1))
 
-interface Req { path: string, headers?: Record<string, string>, body?: string }
+interface Req {
+  path: string
+  headers?: Record<string, string>
+  body?: string
+}
 
 interface Target {
   name: string
@@ -234,7 +260,17 @@ interface Target {
  * moves with the neighbours. Node's processes only. pgCpuUs: PostgreSQL's own, every `postgres`
  * process (the backends, and the lock-wait sampler's while a write target runs), per request.
  */
-interface Sample { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, pgCpuUs?: number, locks?: LockWaits, stolen?: number }
+interface Sample {
+  reqs: number
+  p50: number
+  p99: number
+  non2xx: number
+  errors: number
+  cpuUs?: number
+  pgCpuUs?: number
+  locks?: LockWaits
+  stolen?: number
+}
 
 /** PostgreSQL's CPU milliseconds since `before` (a backend that started meanwhile counts from 0). */
 function postgresCpuMsSince (before: Map<number, number>): number {
@@ -260,30 +296,40 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
   const cpuBefore = serversCpuMs(target.urls)
   const pgBefore = target.urls.some(u => onPostgres.has(u)) ? cpuMsByCommand('postgres') : undefined
   const machineBefore = machineTicks()
-  const load = () => Promise.all(target.urls.map(async (url, i) => {
-    const random = prng(seed * 31 + i)
-    return autocannon({
-      url,
-      connections: Math.max(1, Math.round(connections / target.urls.length)),
-      duration,
-      method: target.method ?? 'GET',
-      headers: { ...PROTO, ...(target.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
-      requests: [{
-        setupRequest: (req) => {
-          const next = target.request(random)
-          return { ...req, path: next.path, headers: { ...req.headers, ...next.headers }, ...(next.body !== undefined ? { body: next.body } : {}) }
-        }
-      }]
-    })
-  }))
+  const load = () =>
+    Promise.all(
+      target.urls.map(async (url, i) => {
+        const random = prng(seed * 31 + i)
+        return autocannon({
+          url,
+          connections: Math.max(1, Math.round(connections / target.urls.length)),
+          duration,
+          method: target.method ?? 'GET',
+          headers: { ...PROTO, ...(target.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          requests: [
+            {
+              setupRequest: req => {
+                const next = target.request(random)
+                return {
+                  ...req,
+                  path: next.path,
+                  headers: { ...req.headers, ...next.headers },
+                  ...(next.body !== undefined ? { body: next.body } : {})
+                }
+              }
+            }
+          ]
+        })
+      })
+    )
   const [results, locks] = target.locksOf ? await withLockWaits(target.locksOf, load) : [await load(), undefined]
   const total = results.reduce((n, r) => n + r.requests.total, 0) || 1
   const cpuAfter = serversCpuMs(target.urls)
   const pgMs = pgBefore && pgBefore.size > 0 ? postgresCpuMsSince(pgBefore) : undefined
   const stolen = stolenShare(machineBefore, machineTicks())
   return {
-    ...(cpuBefore !== undefined && cpuAfter !== undefined ? { cpuUs: (cpuAfter - cpuBefore) * 1000 / total } : {}),
-    ...(pgMs !== undefined ? { pgCpuUs: pgMs * 1000 / total } : {}),
+    ...(cpuBefore !== undefined && cpuAfter !== undefined ? { cpuUs: ((cpuAfter - cpuBefore) * 1000) / total } : {}),
+    ...(pgMs !== undefined ? { pgCpuUs: (pgMs * 1000) / total } : {}),
     ...(stolen !== undefined ? { stolen } : {}),
     reqs: results.reduce((n, r) => n + r.requests.average, 0),
     // several servers: p50 weighted by the requests each answered, p99 the worst
@@ -297,7 +343,12 @@ async function cannon (target: Target, duration: number, seed: number): Promise<
 
 const lockText = (l: Omit<LockWaits, 'samples'>) =>
   `lock waits in ${(100 * l.waitedShare).toFixed(1)} % of samples (backends: ${l.waiting.toFixed(2)} waiting, ${l.active.toFixed(1)} active)` +
-  (Object.keys(l.on).length ? `, on ${Object.entries(l.on).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}` : '')
+  (Object.keys(l.on).length
+    ? `, on ${Object.entries(l.on)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`
+    : '')
 /** every round's waits added up, by what was waited for */
 const waitsOn = (rounds: LockWaits[]) => {
   const on: Record<string, number> = {}
@@ -314,9 +365,22 @@ const median = (values: number[]) => {
 }
 
 interface GroupResult {
-  targets: Record<string, { reqs: number, p50: number, p99: number, non2xx: number, errors: number, cpuUs?: number, pgCpuUs?: number, locks?: Omit<LockWaits, 'samples'>, runs: Sample[] }>
+  targets: Record<
+    string,
+    {
+      reqs: number
+      p50: number
+      p99: number
+      non2xx: number
+      errors: number
+      cpuUs?: number
+      pgCpuUs?: number
+      locks?: Omit<LockWaits, 'samples'>
+      runs: Sample[]
+    }
+  >
   /** `a / b`: the median over rounds of a's req/s ÷ b's, of a's p50 ÷ b's, and of a's CPU per request ÷ b's */
-  ratios: Record<string, { reqs: number, p50: number, cpu?: number, rounds: { reqs: number[], p50: number[], cpu?: number[] } }>
+  ratios: Record<string, { reqs: number; p50: number; cpu?: number; rounds: { reqs: number[]; p50: number[]; cpu?: number[] } }>
   /** the share of the machine's CPU time the hypervisor gave to other guests while the group ran (0..1) */
   stolen?: number
   error?: string
@@ -335,7 +399,9 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
     for (const target of run % 2 === 0 ? targets : [...targets].reverse()) {
       const sample = await cannon(target, DURATION, run)
       runs[target.name].push(sample)
-      console.error(`  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.pgCpuUs === undefined ? '' : ` (PostgreSQL ${sample.pgCpuUs.toFixed(1)} µs)`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.stolen === undefined ? '' : `, ${percent(sample.stolen)} % stolen`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`)
+      console.error(
+        `  ${title} round ${run + 1}/${RUNS} ${target.name}: ${sample.reqs.toFixed(0)} req/s, p50 ${sample.p50.toFixed(1)} ms, p99 ${sample.p99} ms${sample.cpuUs === undefined ? '' : `, ${sample.cpuUs.toFixed(1)} µs CPU a request`}${sample.pgCpuUs === undefined ? '' : ` (PostgreSQL ${sample.pgCpuUs.toFixed(1)} µs)`}${sample.locks ? `, ${lockText(sample.locks)}` : ''}${sample.stolen === undefined ? '' : `, ${percent(sample.stolen)} % stolen`}${sample.non2xx + sample.errors ? `, ${sample.non2xx} non-2xx, ${sample.errors} errors` : ''}`
+      )
     }
   }
   const result: GroupResult = { targets: {}, ratios: {} }
@@ -348,7 +414,14 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
       ...(samples.every(s => s.cpuUs !== undefined) ? { cpuUs: median(samples.map(s => s.cpuUs!)) } : {}),
       ...(samples.every(s => s.pgCpuUs !== undefined) ? { pgCpuUs: median(samples.map(s => s.pgCpuUs!)) } : {}),
       ...(samples.every(s => s.locks !== undefined)
-        ? { locks: { active: median(samples.map(s => s.locks!.active)), waiting: median(samples.map(s => s.locks!.waiting)), waitedShare: median(samples.map(s => s.locks!.waitedShare)), on: waitsOn(samples.map(s => s.locks!)) } }
+        ? {
+            locks: {
+              active: median(samples.map(s => s.locks!.active)),
+              waiting: median(samples.map(s => s.locks!.waiting)),
+              waitedShare: median(samples.map(s => s.locks!.waitedShare)),
+              on: waitsOn(samples.map(s => s.locks!))
+            }
+          }
         : {}),
       non2xx: samples.reduce((a, s) => a + s.non2xx, 0),
       errors: samples.reduce((a, s) => a + s.errors, 0),
@@ -362,16 +435,21 @@ async function group (title: string, all: Target[], pairs: Array<[string, string
       // autocannon's latencies are whole milliseconds: a 0 ms p50 gives no ratio
       p50: runs[a].map((s, i) => (runs[b][i].p50 > 0 ? s.p50 / runs[b][i].p50 : NaN)),
       // a round whose baseline read 0 ms (a clock tick is 10 ms: the smoke's short rounds) gives no CPU ratio
-      ...(runs[a].every(s => s.cpuUs !== undefined) && runs[b].every(s => (s.cpuUs ?? 0) > 0) ? { cpu: runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!) } : {})
+      ...(runs[a].every(s => s.cpuUs !== undefined) && runs[b].every(s => (s.cpuUs ?? 0) > 0)
+        ? { cpu: runs[a].map((s, i) => s.cpuUs! / runs[b][i].cpuUs!) }
+        : {})
     }
     result.ratios[`${a} / ${b}`] = {
-      reqs: median(rounds.reqs), p50: median(rounds.p50), ...(rounds.cpu ? { cpu: median(rounds.cpu) } : {}), rounds
+      reqs: median(rounds.reqs),
+      p50: median(rounds.p50),
+      ...(rounds.cpu ? { cpu: median(rounds.cpu) } : {}),
+      rounds
     }
   }
   return result
 }
 
-async function request (url: string, init: RequestInit = {}): Promise<{ status: number, text: string, headers: Headers }> {
+async function request (url: string, init: RequestInit = {}): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(url, { ...init, headers: { ...PROTO, ...(init.headers as Record<string, string>) } })
   return { status: res.status, text: await res.text(), headers: res.headers }
 }
@@ -391,7 +469,11 @@ async function sameBytes (what: string, roja: Target, baseline: Target, samples:
   const random = prng(12_345)
   for (let i = 0; i < samples; i++) {
     const req = roja.request(random)
-    const init: RequestInit = { method: roja.method ?? 'GET', headers: { ...req.headers, ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: req.body }
+    const init: RequestInit = {
+      method: roja.method ?? 'GET',
+      headers: { ...req.headers, ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: req.body
+    }
     const a = await request(roja.urls[0] + req.path, init)
     const b = await request(baseline.urls[0] + req.path, init)
     const [ta, tb] = [normalise(a.text), normalise(b.text)]
@@ -399,29 +481,47 @@ async function sameBytes (what: string, roja: Target, baseline: Target, samples:
     const diff = [
       a.status !== b.status && `status ${a.status} vs ${b.status}`,
       ta !== tb && `body differs at character ${at}:\n    Roja:     ${excerpt(ta, at)}\n    baseline: ${excerpt(tb, at)}`,
-      ...['link', 'etag', 'content-type'].map(h => normalise(a.headers.get(h) ?? '') !== normalise(b.headers.get(h) ?? '') && `${h}: ${a.headers.get(h)} vs ${b.headers.get(h)}`)
+      ...['link', 'etag', 'content-type'].map(
+        h => normalise(a.headers.get(h) ?? '') !== normalise(b.headers.get(h) ?? '') && `${h}: ${a.headers.get(h)} vs ${b.headers.get(h)}`
+      )
     ].filter(Boolean)
     if (a.status >= 300) diff.push(`Roja answered ${a.status}: ${a.text.slice(0, 200)}`)
     if (diff.length) throw new Error(`${what}: ${init.method} ${req.path}: Roja and the baseline answer differently: ${diff.join('; ')}`)
   }
 }
-const firstDifference = (a: string, b: string) => { let i = 0; while (i < a.length && a[i] === b[i]) i++; return i }
+const firstDifference = (a: string, b: string) => {
+  let i = 0
+  while (i < a.length && a[i] === b[i]) i++
+  return i
+}
 const excerpt = (s: string, at: number) => JSON.stringify(s.slice(Math.max(0, at - 60), at + 60))
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000/g
 /** Rows each side wrote (into its own copy of the database) differ only in their ids and times. */
 const written = (s: string) => s.replace(UUID, '<id>').replace(TIME, '<time>')
 
-interface Database { url: string, creators: string[], drop: () => Promise<void> }
+interface Database {
+  url: string
+  creators: string[]
+  drop: () => Promise<void>
+}
 /** Lock waits are PostgreSQL's to show; SQLite takes one write lock per database by design. */
 const locksOf = (db: Database) => (db.url.startsWith('postgres') ? db.url : undefined)
 
 async function pgAdmin<T> (work: (client: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: PG_URL })
   await admin.connect()
-  try { return await work(admin) } finally { await admin.end() }
+  try {
+    return await work(admin)
+  } finally {
+    await admin.end()
+  }
 }
-const pgUrl = (database: string) => { const u = new URL(PG_URL); u.pathname = `/${database}`; return u.toString() }
+const pgUrl = (database: string) => {
+  const u = new URL(PG_URL)
+  u.pathname = `/${database}`
+  return u.toString()
+}
 
 /** Seeds one database in a child process (bench/seed.ts), within SEED_LIMIT_S. */
 async function seedDatabase (label: string, url: string, posts: number): Promise<{ creators: string[] }> {
@@ -429,16 +529,20 @@ async function seedDatabase (label: string, url: string, posts: number): Promise
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/seed.ts', url, String(posts)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
   children.add(child)
   let out = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString()
+  })
   const timer = setTimeout(() => child.kill('SIGKILL'), SEED_LIMIT_S * 1000)
   const code = await new Promise<number | null>(resolve => child.on('exit', resolve))
   clearTimeout(timer)
   children.delete(child)
   const seconds = (Date.now() - started) / 1000
   if (code !== 0) {
-    throw new Error(seconds >= SEED_LIMIT_S
-      ? `seeding ${label} (${posts} posts) took more than ${SEED_LIMIT_S} s (BENCH_SEED_TIMEOUT): the seeder has become too slow`
-      : `seeding ${label} failed (exit ${code})`)
+    throw new Error(
+      seconds >= SEED_LIMIT_S
+        ? `seeding ${label} (${posts} posts) took more than ${SEED_LIMIT_S} s (BENCH_SEED_TIMEOUT): the seeder has become too slow`
+        : `seeding ${label} failed (exit ${code})`
+    )
   }
   console.error(`  seeded ${label}: ${posts} posts in ${seconds.toFixed(1)} s (${Math.round(posts / seconds)} posts/s)`)
   return JSON.parse(out.trim().split('\n').at(-1)!)
@@ -460,8 +564,16 @@ async function prepare (dialect: string, name: string, posts: number): Promise<D
     url = pgUrl(database)
     const exists = await pgAdmin(async c => (await c.query('select 1 from pg_database where datname = $1', [database])).rowCount! > 0)
     if (REUSE && exists && existsSync(marker)) return { url, creators: JSON.parse(readFileSync(marker, 'utf8')).creators, drop }
-    await pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`); await c.query(`create database ${database}`) })
-    if (!REUSE) drop = () => pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`) })
+    await pgAdmin(async c => {
+      await c.query(`drop database if exists ${database} with (force)`)
+      await c.query(`create database ${database}`)
+    })
+    if (!REUSE) {
+      drop = () =>
+        pgAdmin(async c => {
+          await c.query(`drop database if exists ${database} with (force)`)
+        })
+    }
   }
   const { creators } = await seedDatabase(`${dialect} ${name}`, url, posts)
   if (REUSE) writeFileSync(marker, JSON.stringify({ creators }))
@@ -478,7 +590,14 @@ async function copy (dialect: string, from: Database, name: string): Promise<Dat
   const database = `roja_bench_${RUN_ID}_${name}`
   const source = new URL(from.url).pathname.slice(1)
   await pgAdmin(c => c.query(`create database ${database} template ${source}`))
-  return { url: pgUrl(database), creators: from.creators, drop: () => pgAdmin(async c => { await c.query(`drop database if exists ${database} with (force)`) }) }
+  return {
+    url: pgUrl(database),
+    creators: from.creators,
+    drop: () =>
+      pgAdmin(async c => {
+        await c.query(`drop database if exists ${database} with (force)`)
+      })
+  }
 }
 
 /**
@@ -490,8 +609,13 @@ async function hideNewerMigrations (url: string): Promise<void> {
   const known = readdirSync(join(BEFORE_DIR, 'src', 'db', 'migrations')).map(f => f.replace(/\.ts$/, ''))
   const db = createDb(url)
   try {
-    await db.deleteFrom('kysely_migration' as never).where('name' as never, 'not in', known as never).execute()
-  } finally { await db.destroy() }
+    await db
+      .deleteFrom('kysely_migration' as never)
+      .where('name' as never, 'not in', known as never)
+      .execute()
+  } finally {
+    await db.destroy()
+  }
 }
 
 /**
@@ -505,7 +629,7 @@ async function dropTriggers (url: string): Promise<string[]> {
   const kept = (name: string) => name.startsWith('post_counter') || name.startsWith('post_schedule')
   try {
     if (url.startsWith('postgres')) {
-      const { rows } = await sql<{ name: string, table: string }>`select t.tgname as name, c.relname as table
+      const { rows } = await sql<{ name: string; table: string }>`select t.tgname as name, c.relname as table
         from pg_trigger t join pg_class c on c.oid = t.tgrelid where not t.tgisinternal`.execute(db)
       const dropped = rows.filter(r => !kept(r.name))
       for (const r of dropped) await sql.raw(`drop trigger "${r.name}" on "${r.table}"`).execute(db)
@@ -525,7 +649,9 @@ async function sampleData (url: string, creators: string[]) {
   const db = createDb(url)
   try {
     const now = new Date().toISOString()
-    const postIds = (await db.selectFrom('post').select('id').where('published_at', '<=', now).orderBy('sort_at', 'desc').limit(2000).execute()).map(r => r.id)
+    const postIds = (await db.selectFrom('post').select('id').where('published_at', '<=', now).orderBy('sort_at', 'desc').limit(2000).execute()).map(
+      r => r.id
+    )
     const creatorIds = (await db.selectFrom('user').select('id').where('is_creator', '=', true).execute()).map(r => r.id)
     const tags = (await db.selectFrom('post_tag').select('tag').distinct().execute()).map(r => r.tag)
     return { postIds, creatorIds, tags, creators }
@@ -535,9 +661,18 @@ async function sampleData (url: string, creators: string[]) {
 }
 
 async function tokensFor (roja: Server, usernames: string[]): Promise<string[]> {
-  return Promise.all(usernames.slice(0, 5).map(async username => (await getJson(`${roja.url}/v1/auth/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password: SEED_PASSWORD })
-  })).access_token as string))
+  return Promise.all(
+    usernames.slice(0, 5).map(
+      async username =>
+        (
+          await getJson(`${roja.url}/v1/auth/token`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ username, password: SEED_PASSWORD })
+          })
+        ).access_token as string
+    )
+  )
 }
 
 /** Runs one group; a failure (bytes that differ, a server that will not start) is reported and the run goes on. */
@@ -563,26 +698,47 @@ async function guarded (name: string, results: Record<string, unknown>, before: 
 function postWriter (tokens: string[], label: string): (r: Random) => Req {
   const tag = randomBytes(3).toString('hex')
   let n = 0
-  return (r) => {
+  return r => {
     const i = n++
     return {
       path: '/v1/posts',
       headers: { authorization: `Bearer ${pick(r, tokens)}` },
-      body: JSON.stringify({ type: 'ARTICLE', title: `${label} ${tag} ${i}`, slug: `${label.toLowerCase()}-${tag}-${i}`, body: 'Written by the benchmark.', tags: ['bench', 'load'] })
+      body: JSON.stringify({
+        type: 'ARTICLE',
+        title: `${label} ${tag} ${i}`,
+        slug: `${label.toLowerCase()}-${tag}-${i}`,
+        body: 'Written by the benchmark.',
+        tags: ['bench', 'load']
+      })
     }
   }
 }
 
 const OFFSETS = Math.max(1, Math.min(300, Math.floor(SMALL * 0.9) - 10))
 
-interface Databases { small?: Database, large?: Database, writes?: { roja: Database, baseline: Database }, fleet?: Database, before?: Database }
+interface Databases {
+  small?: Database
+  large?: Database
+  writes?: { roja: Database; baseline: Database }
+  fleet?: Database
+  before?: Database
+}
 
 async function benchDialect (dialect: string, dbs: Databases) {
   console.error(`\n== ${dialect}`)
   const { small, large } = dbs
   const servers: Server[] = []
-  const up = async (server: Promise<Server>) => { const s = await server; servers.push(s); return s }
-  const down = async (...list: Server[]) => { for (const s of list) { await stop(s); servers.splice(servers.indexOf(s), 1) } }
+  const up = async (server: Promise<Server>) => {
+    const s = await server
+    servers.push(s)
+    return s
+  }
+  const down = async (...list: Server[]) => {
+    for (const s of list) {
+      await stop(s)
+      servers.splice(servers.indexOf(s), 1)
+    }
+  }
   const result: Record<string, unknown> = {}
   try {
     let roja = small ? await up(startRoja(`${dialect}-roja`, small.url)) : undefined
@@ -600,8 +756,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
       // /version reads no database: once a run, on the first database (both at once in the smoke)
       if (!SMOKE && dialect !== DIALECTS.find(d => d === 'sqlite' || d === 'postgres')) {
         return {
-          skipped: 'once a run, on the first ' +
-        'database: /version reads none'
+          skipped: 'once a run, on the first ' + 'database: /version reads none'
         }
       }
       const body = join(TMP, `${dialect}-version.json`)
@@ -611,7 +766,14 @@ async function benchDialect (dialect: string, dbs: Databases) {
       // Every header Roja answers but those Node writes itself (date, connection, length, type).
       const own = [...version.headers].filter(([name]) => !['date', 'connection', 'keep-alive', 'content-length', 'content-type'].includes(name))
       writeFileSync(headersFile, JSON.stringify(Object.fromEntries(own)))
-      const bare = await up(start(`${dialect}-baseline-bare-headers`, ['--import', 'tsx', 'bench/baseline-bare.ts'], { BODY_FILE: body, HEADERS_FILE: headersFile }, '/version'))
+      const bare = await up(
+        start(
+          `${dialect}-baseline-bare-headers`,
+          ['--import', 'tsx', 'bench/baseline-bare.ts'],
+          { BODY_FILE: body, HEADERS_FILE: headersFile },
+          '/version'
+        )
+      )
       const before = BEFORE ? await up(startRoja(`${dialect}-roja-before`, dbs.before!.url, BEFORE_DIR)) : undefined
       const targets: Target[] = [
         { name: 'roja /version', urls: [roja!.url], request: () => ({ path: '/version' }), profiled: true },
@@ -620,23 +782,33 @@ async function benchDialect (dialect: string, dbs: Databases) {
       ]
       try {
         await sameBytes('chain', targets[0], targets[1], 1)
-        return await group('chain', targets, [['roja /version', 'bare fastify, same headers'],
-          ...(before ? [['roja /version', 'roja before /version'] as [string, string]] : [])])
-      } finally { await down(bare, ...(before ? [before] : [])) }
+        return await group('chain', targets, [
+          ['roja /version', 'bare fastify, same headers'],
+          ...(before ? [['roja /version', 'roja before /version'] as [string, string]] : [])
+        ])
+      } finally {
+        await down(bare, ...(before ? [before] : []))
+      }
     })
 
     await guarded('uncached', result, revive, async () => {
-      const [base, like] = await Promise.all([LIMITS ? up(startBaseline(`${dialect}-baseline`, small!.url)) : undefined, up(startBaseline(`${dialect}-like-for-like`, small!.url, true))])
+      const [base, like] = await Promise.all([
+        LIMITS ? up(startBaseline(`${dialect}-baseline`, small!.url)) : undefined,
+        up(startBaseline(`${dialect}-like-for-like`, small!.url, true))
+      ])
       const d = data!
       // Each kind of request as both servers get it; the same PRNG sequence on both sides in a round.
       const kinds: Array<[string, (r: Random) => Req]> = [
         ['list ?offset=random', r => ({ path: `/v1/posts?limit=10&offset=${between(r, 1, OFFSETS)}` })],
-        ['list filtered', r => {
-          const kind = between(r, 0, 2)
-          if (kind === 0) return { path: `/v1/posts?limit=10&type=${pick(r, ['ARTICLE', 'COURSE'])}&offset=${between(r, 0, OFFSETS)}` }
-          if (kind === 1) return { path: `/v1/posts?limit=10&tags=${pick(r, d.tags)}${r() < 0.3 ? `,${pick(r, d.tags)}` : ''}&offset=${between(r, 0, 30)}` }
-          return { path: `/v1/posts?limit=10&creator_id=${pick(r, d.creatorIds)}&offset=${between(r, 0, 30)}` }
-        }],
+        [
+          'list filtered',
+          r => {
+            const kind = between(r, 0, 2)
+            if (kind === 0) return { path: `/v1/posts?limit=10&type=${pick(r, ['ARTICLE', 'COURSE'])}&offset=${between(r, 0, OFFSETS)}` }
+            if (kind === 1) { return { path: `/v1/posts?limit=10&tags=${pick(r, d.tags)}${r() < 0.3 ? `,${pick(r, d.tags)}` : ''}&offset=${between(r, 0, 30)}` } }
+            return { path: `/v1/posts?limit=10&creator_id=${pick(r, d.creatorIds)}&offset=${between(r, 0, 30)}` }
+          }
+        ],
         ['post by id', r => ({ path: `/v1/posts/${pick(r, d.postIds)}` })],
         ['users/me/posts', r => ({ path: `/v1/users/me/posts?limit=10&offset=${between(r, 0, 30)}`, headers: bearer(r) })]
       ]
@@ -653,63 +825,110 @@ async function benchDialect (dialect: string, dbs: Databases) {
           await sameBytes(`uncached ${kinds[i / per][0]}`, targets[i], targets[i + 1], SMOKE ? 5 : 40)
           if (base) await sameBytes(`uncached ${kinds[i / per][0]}`, targets[i], targets[i + 2], SMOKE ? 5 : 40)
         }
-        return await group('uncached', targets, kinds.flatMap(([kind]) => [[`roja ${kind}`, `like-for-like ${kind}`],
-          ...(base ? [[`roja ${kind}`, `baseline ${kind}`] as [string, string]] : []),
-          ...(before ? [[`roja ${kind}`, `roja before ${kind}`] as [string, string]] : [])]))
-      } finally { await down(...(base ? [base] : []), like, ...(before ? [before] : [])) }
+        return await group(
+          'uncached',
+          targets,
+          kinds.flatMap(([kind]) => [
+            [`roja ${kind}`, `like-for-like ${kind}`],
+            ...(base ? [[`roja ${kind}`, `baseline ${kind}`] as [string, string]] : []),
+            ...(before ? [[`roja ${kind}`, `roja before ${kind}`] as [string, string]] : [])
+          ])
+        )
+      } finally {
+        await down(...(base ? [base] : []), like, ...(before ? [before] : []))
+      }
     })
 
     await guarded('writes', result, revive, async () => {
-      const [w, b, l] = await Promise.all([up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url)), LIMITS ? up(startBaseline(`${dialect}-baseline-writes`, dbs.writes!.baseline.url)) : undefined,
-        up(startBaseline(`${dialect}-like-for-like-writes`, dbs.writes!.baseline.url, true))])
+      const [w, b, l] = await Promise.all([
+        up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url)),
+        LIMITS ? up(startBaseline(`${dialect}-baseline-writes`, dbs.writes!.baseline.url)) : undefined,
+        up(startBaseline(`${dialect}-like-for-like-writes`, dbs.writes!.baseline.url, true))
+      ])
       try {
         const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
         const targets: Target[] = [
           { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.roja) },
-          { name: `like-for-like c${CONNECTIONS}`, urls: [l.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.baseline) },
+          {
+            name: `like-for-like c${CONNECTIONS}`,
+            urls: [l.url],
+            method: 'POST',
+            request: post,
+            profiled: true,
+            locksOf: locksOf(dbs.writes!.baseline)
+          },
           ...(b ? [{ name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }] : [])
         ]
         for (const other of targets.slice(1)) await sameBytes('writes', targets[0], other, 2, written)
-        return await group('writes', targets, [[`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`], ...(b ? [[`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`] as [string, string]] : [])])
-      } finally { await down(w, l, ...(b ? [b] : [])) }
+        return await group('writes', targets, [
+          [`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`],
+          ...(b ? [[`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`] as [string, string]] : [])
+        ])
+      } finally {
+        await down(w, l, ...(b ? [b] : []))
+      }
     })
 
     await guarded('fleet', result, revive, async () => {
       if (dialect !== 'postgres') return { skipped: 'PostgreSQL only: SQLite is one file on one machine' }
-      const [a, b] = await Promise.all([up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)), up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url))])
+      const [a, b] = await Promise.all([
+        up(startRoja(`${dialect}-roja-fleet-a`, dbs.fleet!.url)),
+        up(startRoja(`${dialect}-roja-fleet-b`, dbs.fleet!.url))
+      ])
       try {
         const post = postWriter(await tokensFor(a, small!.creators), 'Fleet')
-        return await group('fleet', [
-          { name: 'one instance', urls: [a.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) },
-          { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) }
-        ], [['two instances', 'one instance']])
-      } finally { await down(a, b) }
+        return await group(
+          'fleet',
+          [
+            { name: 'one instance', urls: [a.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) },
+            { name: 'two instances', urls: [a.url, b.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.fleet!) }
+          ],
+          [['two instances', 'one instance']]
+        )
+      } finally {
+        await down(a, b)
+      }
     })
 
     if (wanted('size') || wanted('cursor')) {
       const big = await up(startRoja(`${dialect}-roja-large`, large!.url))
       const randomPage = (r: Random) => ({ path: `/v1/posts?limit=10&offset=${between(r, 1, OFFSETS)}` })
-      await guarded('size', result, revive, () => group('size', [
-        { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
-        { name: `first page at ${LARGE}`, urls: [big.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
-        // pages no first-page cache can serve, the same offsets on both
-        { name: `random page at ${SMALL}`, urls: [roja!.url], request: randomPage, profiled: true },
-        { name: `random page at ${LARGE}`, urls: [big.url], request: randomPage, profiled: true }
-      ], [[`first page at ${LARGE}`, `first page at ${SMALL}`], [`random page at ${LARGE}`, `random page at ${SMALL}`]]))
+      await guarded('size', result, revive, () =>
+        group(
+          'size',
+          [
+            { name: `first page at ${SMALL}`, urls: [roja!.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
+            { name: `first page at ${LARGE}`, urls: [big.url], request: () => ({ path: '/v1/posts?limit=10' }), profiled: true },
+            // pages no first-page cache can serve, the same offsets on both
+            { name: `random page at ${SMALL}`, urls: [roja!.url], request: randomPage, profiled: true },
+            { name: `random page at ${LARGE}`, urls: [big.url], request: randomPage, profiled: true }
+          ],
+          [
+            [`first page at ${LARGE}`, `first page at ${SMALL}`],
+            [`random page at ${LARGE}`, `random page at ${SMALL}`]
+          ]
+        )
+      )
       await guarded('cursor', result, revive, async () => {
         let cursor: string | null = null
         // to the end of page CURSOR_PAGE - 1 of ten, a hundred at a time: a cursor holds a position, not a page size
         for (let walked = 0; walked < (CURSOR_PAGE - 1) * 10;) {
           const limit = Math.min(100, (CURSOR_PAGE - 1) * 10 - walked)
-          const got: { next_cursor: string | null } = await getJson(`${big.url}/v2/posts?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          const got: { next_cursor: string | null } = await getJson(
+            `${big.url}/v2/posts?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+          )
           cursor = got.next_cursor
           walked += limit
         }
         const deep = `/v2/posts?limit=10&cursor=${encodeURIComponent(cursor ?? '')}`
-        return group('cursor', [
-          { name: 'v2 page 1', urls: [big.url], request: () => ({ path: '/v2/posts?limit=10' }), profiled: true },
-          { name: `v2 page ${CURSOR_PAGE}`, urls: [big.url], request: () => ({ path: deep }), profiled: true }
-        ], [[`v2 page ${CURSOR_PAGE}`, 'v2 page 1']])
+        return group(
+          'cursor',
+          [
+            { name: 'v2 page 1', urls: [big.url], request: () => ({ path: '/v2/posts?limit=10' }), profiled: true },
+            { name: `v2 page ${CURSOR_PAGE}`, urls: [big.url], request: () => ({ path: deep }), profiled: true }
+          ],
+          [[`v2 page ${CURSOR_PAGE}`, 'v2 page 1']]
+        )
       })
       await down(big)
     }
@@ -718,7 +937,7 @@ async function benchDialect (dialect: string, dbs: Databases) {
     // With BENCH_BEFORE the old build starts in turn with the new one, on its own copy.
     await guarded('startup', result, revive, async () => {
       await down(...servers)
-      type Start = { readyMs: number, idleRssMiB: number }
+      type Start = { readyMs: number; idleRssMiB: number }
       const starts: Start[] = []
       const beforeStarts: Start[] = []
       const coldStart = async (name: string, url: string, into: Start[], dir?: string) => {
@@ -741,7 +960,11 @@ async function benchDialect (dialect: string, dbs: Databases) {
 }
 
 /** met: null when nothing could be measured (a failed group, a target that answered errors) */
-interface Goal { goal: string, value: string, met: boolean | null }
+interface Goal {
+  goal: string
+  value: string
+  met: boolean | null
+}
 
 /**
  * Beside a verdict on a median: the lowest and highest of the rounds' readings, and how many of them
@@ -780,15 +1003,37 @@ function goals (dialect: string, r: any): Goal[] {
   }
   const writes = `roja c${CONNECTIONS} / like-for-like c${CONNECTIONS}`
   addRatio(`writes: POST /v1/posts at ${CONNECTIONS} connections ≥ 0.85× like-for-like`, r.writes, writes, v => v >= 0.85)
-  addRatio(`writes: POST /v1/posts at ${CONNECTIONS} connections, CPU a request ≤ 1/0.85 of like-for-like`, r.writes, writes, v => v <= 1 / 0.85, 'cpu')
-  addRatio('fleet: two instances\' writes ≥ 1.0× one instance', r.fleet, 'two instances / one instance', v => v >= 1)
+  addRatio(
+    `writes: POST /v1/posts at ${CONNECTIONS} connections, CPU a request ≤ 1/0.85 of like-for-like`,
+    r.writes,
+    writes,
+    v => v <= 1 / 0.85,
+    'cpu'
+  )
+  addRatio("fleet: two instances' writes ≥ 1.0× one instance", r.fleet, 'two instances / one instance', v => v >= 1)
   addRatio(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `first page at ${LARGE} / first page at ${SMALL}`, v => v <= 2, 'p50')
   addRatio(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `random page at ${LARGE} / random page at ${SMALL}`, v => v <= 2, 'p50')
   addRatio(`cursor: v2 page ${CURSOR_PAGE} p50 ≤ 1.5× page 1`, r.cursor, `v2 page ${CURSOR_PAGE} / v2 page 1`, v => v <= 1.5, 'p50')
   if (r.startup?.readyMs !== undefined) {
-    const starts: Array<{ readyMs: number, idleRssMiB: number }> = r.startup.runs ?? []
-    add('startup: cold start to ready < 1000 ms', r.startup, r.startup.readyMs, v => v < 1000, ' ms', starts.map(s => s.readyMs), 'starts')
-    add('startup: idle RSS < 120 MB', r.startup, mb(r.startup.idleRssMiB), v => v < 120, ' MB', starts.map(s => mb(s.idleRssMiB)), 'starts')
+    const starts: Array<{ readyMs: number; idleRssMiB: number }> = r.startup.runs ?? []
+    add(
+      'startup: cold start to ready < 1000 ms',
+      r.startup,
+      r.startup.readyMs,
+      v => v < 1000,
+      ' ms',
+      starts.map(s => s.readyMs),
+      'starts'
+    )
+    add(
+      'startup: idle RSS < 120 MB',
+      r.startup,
+      mb(r.startup.idleRssMiB),
+      v => v < 120,
+      ' MB',
+      starts.map(s => mb(s.idleRssMiB)),
+      'starts'
+    )
   }
   // A group that failed outright has no ratio; say so rather than leave its goals out.
   for (const name of ['chain', 'uncached', 'writes', 'fleet', 'size', 'cursor', 'startup']) {
@@ -809,25 +1054,54 @@ function table (dialect: string, r: any): string {
   const row = (cells: string[]) => lines.push(cells.map((c, i) => (i === 0 ? c.padEnd(34) : c.padStart(i >= 5 ? 12 : 9))).join(''))
   row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'cpu µs/req', 'pg µs/req'])
   for (const [name, g] of Object.entries(r) as Array<[string, any]>) {
-    if (g.error) { lines.push(`-- ${name}: FAILED: ${g.error}`); continue }
-    if (g.skipped) { lines.push(`-- ${name}: skipped (${g.skipped})`); continue }
+    if (g.error) {
+      lines.push(`-- ${name}: FAILED: ${g.error}`)
+      continue
+    }
+    if (g.skipped) {
+      lines.push(`-- ${name}: skipped (${g.skipped})`)
+      continue
+    }
     if (!g.targets) continue
     lines.push(`-- ${name}`)
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) {
-      row([target, s.reqs.toFixed(0), s.p50.toFixed(1), String(s.p99), String(s.non2xx + s.errors), s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1), s.pgCpuUs === undefined ? '-' : s.pgCpuUs.toFixed(1)])
+      row([
+        target,
+        s.reqs.toFixed(0),
+        s.p50.toFixed(1),
+        String(s.p99),
+        String(s.non2xx + s.errors),
+        s.cpuUs === undefined ? '-' : s.cpuUs.toFixed(1),
+        s.pgCpuUs === undefined ? '-' : s.pgCpuUs.toFixed(1)
+      ])
     }
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
-    for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) lines.push(`   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`)
+    for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) {
+      lines.push(
+        `   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`
+      )
+    }
     if (g.stolen !== undefined) lines.push(`   stolen by the hypervisor while it ran: ${percent(g.stolen)} % of the machine's CPU time`)
   }
-  if (r.startup?.readyMs !== undefined) lines.push(`-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${mb(r.startup.idleRssMiB).toFixed(1)} MB)`)
-  if (r.startup?.before) lines.push(`-- startup, roja before: ready in ${r.startup.before.readyMs.toFixed(0)} ms, idle RSS ${r.startup.before.idleRssMiB.toFixed(1)} MiB (same rounds, started in turn)`)
-  if (r.startup?.stolen !== undefined) lines.push(`   stolen by the hypervisor during the starts: ${percent(r.startup.stolen)} % of the machine's CPU time`)
-  if (VERDICTS) for (const g of goals(dialect, r)) lines.push(`${g.met === null ? 'NO VERDICT' : g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`)
-  else lines.push(`(no verdicts: ${SMOKE ? 'the smoke measures nothing properly' : CPU_PROF ? 'profiling run' : `${RUNS} round(s), verdicts need ≥ 3`})`)
+  if (r.startup?.readyMs !== undefined) {
+    lines.push(
+      `-- startup: ready in ${r.startup.readyMs.toFixed(0)} ms, idle RSS ${r.startup.idleRssMiB.toFixed(1)} MiB (${mb(r.startup.idleRssMiB).toFixed(1)} MB)`
+    )
+  }
+  if (r.startup?.before) {
+    lines.push(
+      `-- startup, roja before: ready in ${r.startup.before.readyMs.toFixed(0)} ms, idle RSS ${r.startup.before.idleRssMiB.toFixed(1)} MiB (same rounds, started in turn)`
+    )
+  }
+  if (r.startup?.stolen !== undefined) { lines.push(`   stolen by the hypervisor during the starts: ${percent(r.startup.stolen)} % of the machine's CPU time`) }
+  if (VERDICTS) { for (const g of goals(dialect, r)) lines.push(`${g.met === null ? 'NO VERDICT' : g.met ? 'MET    ' : 'NOT MET'} ${g.goal}: ${g.value}`) } else { lines.push(`(no verdicts: ${SMOKE ? 'the smoke measures nothing properly' : CPU_PROF ? 'profiling run' : `${RUNS} round(s), verdicts need ≥ 3`})`) }
   // Shared hosts: a group the hypervisor took time from measured the neighbours too (CPU a request excepted)
   const robbed = Object.entries(r).filter(([, g]: [string, any]) => (g?.stolen ?? 0) > STOLEN_WARN)
-  if (robbed.length > 0) lines.push(`WARNING more than ${percent(STOLEN_WARN)} % of the machine's CPU time was stolen by the hypervisor during ${robbed.map(([name, g]: [string, any]) => `${name} (${percent(g.stolen)} %)`).join(', ')}: their req/s, latencies and start-up are the host's as much as Roja's; CPU a request is not`)
+  if (robbed.length > 0) {
+    lines.push(
+      `WARNING more than ${percent(STOLEN_WARN)} % of the machine's CPU time was stolen by the hypervisor during ${robbed.map(([name, g]: [string, any]) => `${name} (${percent(g.stolen)} %)`).join(', ')}: their req/s, latencies and start-up are the host's as much as Roja's; CPU a request is not`
+    )
+  }
   return lines.join('\n')
 }
 
@@ -838,7 +1112,9 @@ async function main () {
   if (BUILT && env.BENCH_BUILD !== 'dist') {
     // npm start's own build: the bundle
     console.error('building (npm run prestart)')
-    if (spawnSync('npm', ['run', '--silent', 'prestart'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('the build (npm run prestart) failed')
+    if (spawnSync('npm', ['run', '--silent', 'prestart'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) {
+      throw new Error('the build (npm run prestart) failed')
+    }
   }
   if (BEFORE) {
     console.error(`building Roja at ${BEFORE} in ${BEFORE_DIR}`)
@@ -864,7 +1140,9 @@ async function main () {
   const dialects: string[] = []
   for (const dialect of DIALECTS) {
     if (dialect === 'postgres') {
-      try { await pgAdmin(async () => {}) } catch (err) {
+      try {
+        await pgAdmin(async () => {})
+      } catch (err) {
         console.error(`PostgreSQL at ${PG_URL} is not reachable (${(err as Error).message}): skipped`)
         continue
       }
@@ -875,23 +1153,31 @@ async function main () {
   const needsSmall = GROUPS.some(g => g !== 'cursor')
   const needsLarge = wanted('size') || wanted('cursor')
   console.error('seeding')
-  const prepared = await Promise.all(dialects.map(async (d): Promise<Databases> => {
-    const [kept, large] = await Promise.all([needsSmall ? prepare(d, 'small', SMALL) : undefined, needsLarge ? prepare(d, 'large', LARGE) : undefined])
-    const small = kept && REUSE ? await copy(d, kept, 'small') : kept
-    // Copies now, while nothing is connected (PostgreSQL copies only an idle template).
-    const writes = wanted('writes') ? { roja: await copy(d, small!, 'writes_roja'), baseline: await copy(d, small!, 'writes_base') } : undefined
-    if (writes) await dropTriggers(writes.baseline.url)
-    const fleet = wanted('fleet') && d === 'postgres' ? await copy(d, small!, 'fleet') : undefined
-    const before = BEFORE && small ? await copy(d, small, 'before') : undefined
-    if (before) await hideNewerMigrations(before.url)
-    return { small, large, writes, fleet, before }
-  }))
+  const prepared = await Promise.all(
+    dialects.map(async (d): Promise<Databases> => {
+      const [kept, large] = await Promise.all([
+        needsSmall ? prepare(d, 'small', SMALL) : undefined,
+        needsLarge ? prepare(d, 'large', LARGE) : undefined
+      ])
+      const small = kept && REUSE ? await copy(d, kept, 'small') : kept
+      // Copies now, while nothing is connected (PostgreSQL copies only an idle template).
+      const writes = wanted('writes') ? { roja: await copy(d, small!, 'writes_roja'), baseline: await copy(d, small!, 'writes_base') } : undefined
+      if (writes) await dropTriggers(writes.baseline.url)
+      const fleet = wanted('fleet') && d === 'postgres' ? await copy(d, small!, 'fleet') : undefined
+      const before = BEFORE && small ? await copy(d, small, 'before') : undefined
+      if (before) await hideNewerMigrations(before.url)
+      return { small, large, writes, fleet, before }
+    })
+  )
   const results: Record<string, any> = {}
   try {
     if (SMOKE) {
       // The smoke measures nothing, so both dialects run at once: CI waits half as long for its server starts.
       const all = await Promise.all(dialects.map((dialect, i) => benchDialect(dialect, prepared[i])))
-      for (const [i, dialect] of dialects.entries()) { results[dialect] = all[i]; console.log(table(dialect, all[i])) }
+      for (const [i, dialect] of dialects.entries()) {
+        results[dialect] = all[i]
+        console.log(table(dialect, all[i]))
+      }
     } else {
       for (const [i, dialect] of dialects.entries()) {
         results[dialect] = await benchDialect(dialect, prepared[i])
@@ -915,13 +1201,22 @@ async function main () {
   console.error(`\n${(out.meta.seconds / 60).toFixed(1)} min; results in ${file}`)
   rmSync(TMP, { recursive: true, force: true })
   // Every target must have answered, and only with 2xx (a 429 or 503 would make the figures meaningless).
-  const bad = Object.values(results).some((r: any) => Object.values(r).some((g: any) => g.targets &&
-    Object.values(g.targets).some((s: any) => s.reqs === 0 || s.non2xx > 0 || s.errors > 0)))
-  if (bad) { console.error('a target answered nothing, or not only 2xx: see the table'); process.exitCode = 1 }
+  const bad = Object.values(results).some((r: any) =>
+    Object.values(r).some((g: any) => g.targets && Object.values(g.targets).some((s: any) => s.reqs === 0 || s.non2xx > 0 || s.errors > 0))
+  )
+  if (bad) {
+    console.error('a target answered nothing, or not only 2xx: see the table')
+    process.exitCode = 1
+  }
 }
 
-const cleanup = () => { for (const child of children) child.kill('SIGKILL') }
-process.on('SIGINT', () => { cleanup(); process.exit(130) })
+const cleanup = () => {
+  for (const child of children) child.kill('SIGKILL')
+}
+process.on('SIGINT', () => {
+  cleanup()
+  process.exit(130)
+})
 try {
   await main()
 } finally {

@@ -27,21 +27,28 @@ const BOUNDARY = '----roja-bench-boundary'
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'roja-bench-'))
 
 /** Streams a multipart upload of `size` bytes made of one repeated random block. */
-function upload (port: number, token: string, size: number): Promise<{ status: number, body: string, sha256: string }> {
+function upload (port: number, token: string, size: number): Promise<{ status: number; body: string; sha256: string }> {
   const block = randomBytes(MiB)
   const hash = createHash('sha256')
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/v1/media',
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
-    }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (c: string) => { body += c })
-        .on('end', () => resolve({ status: res.statusCode!, body, sha256: hash.digest('hex') }))
-    })
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/media',
+        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+      },
+      res => {
+        let body = ''
+        res
+          .setEncoding('utf8')
+          .on('data', (c: string) => {
+            body += c
+          })
+          .on('end', () => resolve({ status: res.statusCode!, body, sha256: hash.digest('hex') }))
+      }
+    )
     req.on('error', reject)
     void (async () => {
       req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\n\r\n`)
@@ -55,7 +62,7 @@ function upload (port: number, token: string, size: number): Promise<{ status: n
   })
 }
 
-function dd (size: number): { seconds: number, line: string } {
+function dd (size: number): { seconds: number; line: string } {
   const target = join(dir, 'dd.bin')
   const started = process.hrtime.bigint()
   const run = spawnSync('dd', ['if=/dev/zero', `of=${target}`, 'bs=1M', `count=${size / MiB}`, 'conv=fsync'], { encoding: 'utf8' })
@@ -85,8 +92,14 @@ async function main () {
     const pid = server.pid!
     // Uploads need a verified address: the link sign-up queued is opened, as its owner would.
     const outbox = new Database(join(dir, 'roja.sqlite'))
-    const mail = async (email: string) => (outbox.prepare('select body from outbox_message where to_address = ?').get(email) as { body: string } | undefined)?.body
-    const { token } = await signUpVerified((method, path, body) => request({ port, method, path }, body), mail, 'bench', randomBytes(12).toString('hex'))
+    const mail = async (email: string) =>
+      (outbox.prepare('select body from outbox_message where to_address = ?').get(email) as { body: string } | undefined)?.body
+    const { token } = await signUpVerified(
+      (method, path, body) => request({ port, method, path }, body),
+      mail,
+      'bench',
+      randomBytes(12).toString('hex')
+    )
     outbox.close()
 
     // Warm up (module loading, first-request JIT), then settle, so the baseline is the idle server.
@@ -95,7 +108,9 @@ async function main () {
     await sleep(500)
     const baseline = rssBytes(pid)
     let peak = baseline
-    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(pid)) }, 20)
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssBytes(pid))
+    }, 20)
 
     const started = process.hrtime.bigint()
     const result = await upload(port, token, SIZE)
@@ -103,7 +118,7 @@ async function main () {
     clearInterval(sampler)
     peak = Math.max(peak, rssBytes(pid))
     if (result.status !== 201) throw new Error(`upload: ${result.status} ${result.body}`)
-    const media = JSON.parse(result.body) as { size: number, sha256: string }
+    const media = JSON.parse(result.body) as { size: number; sha256: string }
     const exact = media.size === SIZE && media.sha256 === result.sha256
 
     const disk = dd(SIZE)
@@ -118,7 +133,7 @@ async function main () {
       ['stored byte-exact', exact ? 'yes (size and sha256 match)' : 'NO'],
       ['dd conv=fsync time', `${disk.seconds.toFixed(2)} s`],
       ['dd throughput', `${(SIZE_MIB / disk.seconds).toFixed(1)} MiB/s  (dd: ${disk.line})`],
-      ['upload / dd', `${((SIZE_MIB / seconds) / (SIZE_MIB / disk.seconds) * 100).toFixed(0)} %`]
+      ['upload / dd', `${((SIZE_MIB / seconds / (SIZE_MIB / disk.seconds)) * 100).toFixed(0)} %`]
     ]
     const width = Math.max(...rows.map(r => r[0].length))
     console.log(rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'))

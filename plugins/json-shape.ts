@@ -25,21 +25,29 @@ export function shapeFault (text: string): ShapeFault | undefined {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 92) { // a backslash: look at what it escapes
+      if (c === 92) {
+        // a backslash: look at what it escapes
         const next = text.charCodeAt(++i)
         if (next === 98 || next === 102) return 'control' // \b \f
-        if (next === 117 && text.charCodeAt(i + 1) === 48 && text.charCodeAt(i + 2) === 48 && controlEscape(text.charCodeAt(i + 3), text.charCodeAt(i + 4))) return 'control'
+        if (
+          next === 117 &&
+          text.charCodeAt(i + 1) === 48 &&
+          text.charCodeAt(i + 2) === 48 &&
+          controlEscape(text.charCodeAt(i + 3), text.charCodeAt(i + 4))
+        ) { return 'control' }
       } else if (c === 34) {
         inString = false
       }
     } else if (c === 34) {
       inString = true
-    } else if (c === 91 || c === 123) { // [ {
+    } else if (c === 91 || c === 123) {
+      // [ {
       if (++depth > MAX_JSON_DEPTH) return 'depth'
       if (++values > MAX_JSON_VALUES) return 'values'
     } else if (c === 93 || c === 125) {
       depth--
-    } else if (c === 44) { // a comma starts another value
+    } else if (c === 44) {
+      // a comma starts another value
       if (++values > MAX_JSON_VALUES) return 'values'
     } else if (c === 58 && ++members > MAX_JSON_MEMBERS) {
       return 'members'
@@ -102,10 +110,13 @@ export function largestJson (schema: unknown, resolve: (ref: string) => unknown,
 
 function typed (type: unknown, s: Schema, resolve: (ref: string) => unknown, seen: Set<unknown>): number {
   switch (type) {
-    case 'null': return 4
-    case 'boolean': return 5
+    case 'null':
+      return 4
+    case 'boolean':
+      return 5
     case 'integer':
-    case 'number': return 32
+    case 'number':
+      return 32
     case 'string': {
       const length = typeof s.maxLength === 'number' ? s.maxLength : FORMAT_LENGTH[String(s.format)]
       return length === undefined ? Infinity : 2 + length * BYTES_PER_CHARACTER
@@ -122,6 +133,7 @@ function typed (type: unknown, s: Schema, resolve: (ref: string) => unknown, see
       }
       return size
     }
-    default: return Infinity
+    default:
+      return Infinity
   }
 }

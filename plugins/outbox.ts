@@ -29,12 +29,12 @@ export type QueuedMessage = OutboxTypes extends { message: infer M extends Queue
 /** The queue the app keeps in its database: functions that take the database first. */
 export interface OutboxQueue {
   /** leases up to `limit` due messages to this worker and counts an attempt on each */
-  claimDue: (db: AppDb, opts: { now: Date, leaseMs: number, limit: number, maxAttempts: number }) => Promise<QueuedMessage[]>
+  claimDue: (db: AppDb, opts: { now: Date; leaseMs: number; limit: number; maxAttempts: number }) => Promise<QueuedMessage[]>
   markSent: (db: AppDb, message: QueuedMessage) => Promise<void>
   /** records a failed attempt; without `nextAttemptAt` the message stays failed */
   markFailed: (db: AppDb, id: string, error: string, nextAttemptAt: Date | undefined) => Promise<void>
   /** the undelivered messages, for the gauges */
-  backlog: (db: AppDb, maxAttempts: number) => Promise<{ pending: number, dead: number, oldestQueuedAt?: Date }>
+  backlog: (db: AppDb, maxAttempts: number) => Promise<{ pending: number; dead: number; oldestQueuedAt?: Date }>
 }
 
 /** The worker's settings, the app's and the tests' to choose. */
@@ -96,115 +96,136 @@ const DEFAULTS = {
  * over SMTP (SMTP_URL) or as `.eml` files under DATA_DIR/mail. At least once: a message is
  * marked sent only after delivery, and a claim is a lease that runs out if the process dies.
  */
-export default fp<OutboxOptions>(async (fastify, opts) => {
-  const { queue, backoffMs, clockMs = Date.now, ...settings } = opts
-  const o = { ...DEFAULTS, ...settings }
-  const { config, db, log } = fastify
-  const mailDir = join(config.dataDir, 'mail')
+export default fp<OutboxOptions>(
+  async (fastify, opts) => {
+    const { queue, backoffMs, clockMs = Date.now, ...settings } = opts
+    const o = { ...DEFAULTS, ...settings }
+    const { config, db, log } = fastify
+    const mailDir = join(config.dataDir, 'mail')
 
-  // Timeouts stay well inside the lease, so a slow server cannot outlive our claim.
-  const smtpTimeout = Math.max(1000, Math.floor(o.leaseMs / 4))
-  // nodemailer is loaded on the first delivery: an instance that sends nothing never pays its memory.
-  let transport: Transporter | undefined
-  let files: Transporter | undefined
-  const transports = async () => {
-    if (!files) {
-      const { default: nodemailer } = await import('nodemailer')
-      transport = config.SMTP_URL
-        ? nodemailer.createTransport({ url: config.SMTP_URL, connectionTimeout: smtpTimeout, greetingTimeout: smtpTimeout, socketTimeout: smtpTimeout })
-        : undefined
-      files = nodemailer.createTransport({ streamTransport: true, buffer: true })
+    // Timeouts stay well inside the lease, so a slow server cannot outlive our claim.
+    const smtpTimeout = Math.max(1000, Math.floor(o.leaseMs / 4))
+    // nodemailer is loaded on the first delivery: an instance that sends nothing never pays its memory.
+    let transport: Transporter | undefined
+    let files: Transporter | undefined
+    const transports = async () => {
+      if (!files) {
+        const { default: nodemailer } = await import('nodemailer')
+        transport = config.SMTP_URL
+          ? nodemailer.createTransport({
+            url: config.SMTP_URL,
+            connectionTimeout: smtpTimeout,
+            greetingTimeout: smtpTimeout,
+            socketTimeout: smtpTimeout
+          })
+          : undefined
+        files = nodemailer.createTransport({ streamTransport: true, buffer: true })
+      }
+      return { transport, files }
     }
-    return { transport, files }
-  }
 
-  const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
-  // With tracing on, each delivery is a span (its queries are children); off, the plain call.
-  const traced = fastify.hasDecorator('traced') ? fastify.traced : async <T>(_name: string, _attributes: object, fn: () => Promise<T>) => await fn()
-  if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => queue.backlog(db, o.maxAttempts), clockMs, log)
+    const counters = fastify.hasDecorator('metricsRegistry') ? makeCounters(fastify.metricsRegistry) : undefined
+    // With tracing on, each delivery is a span (its queries are children); off, the plain call.
+    const traced = fastify.hasDecorator('traced') ? fastify.traced : async <T>(_name: string, _attributes: object, fn: () => Promise<T>) => await fn()
+    if (fastify.hasDecorator('metricsRegistry')) backlogGauges(fastify.metricsRegistry, () => queue.backlog(db, o.maxAttempts), clockMs, log)
 
-  async function deliver (message: QueuedMessage): Promise<void> {
-    const mail = {
-      from: config.MAIL_FROM,
-      to: message.to_address,
-      subject: message.subject,
-      text: message.body,
-      // A stable Message-ID lets receivers drop the duplicate of an at-least-once redelivery.
-      messageId: `<${message.id}@roja.outbox>`
+    async function deliver (message: QueuedMessage): Promise<void> {
+      const mail = {
+        from: config.MAIL_FROM,
+        to: message.to_address,
+        subject: message.subject,
+        text: message.body,
+        // A stable Message-ID lets receivers drop the duplicate of an at-least-once redelivery.
+        messageId: `<${message.id}@roja.outbox>`
+      }
+      const { transport, files } = await transports()
+      if (transport) {
+        await transport.sendMail(mail)
+        return
+      }
+      const info = await files!.sendMail(mail)
+      await mkdir(mailDir, { recursive: true })
+      // Named by message id: a redelivery overwrites the same file. Rename makes it appear whole.
+      const target = join(mailDir, `${message.id}.eml`)
+      const temp = `${target}.${process.pid}.tmp`
+      await writeFile(temp, info.message as Buffer)
+      await rename(temp, target)
     }
-    const { transport, files } = await transports()
-    if (transport) {
-      await transport.sendMail(mail)
-      return
-    }
-    const info = await files!.sendMail(mail)
-    await mkdir(mailDir, { recursive: true })
-    // Named by message id: a redelivery overwrites the same file. Rename makes it appear whole.
-    const target = join(mailDir, `${message.id}.eml`)
-    const temp = `${target}.${process.pid}.tmp`
-    await writeFile(temp, info.message as Buffer)
-    await rename(temp, target)
-  }
 
-  async function runOnce ({ now = new Date(clockMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
-    const claimed = await queue.claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
-    const result = { claimed: claimed.length, sent: 0, failed: 0 }
-    for (const message of claimed) {
-      await traced('outbox deliver', { 'messaging.system': 'roja.outbox', 'messaging.message.id': message.id, 'roja.outbox.attempt': message.attempts }, async () => {
-        try {
-          await deliver(message)
-        } catch (err) {
-          const final = message.attempts >= o.maxAttempts
-          const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
-          await queue.markFailed(db, message.id, (err as Error).message, retryAt)
-          result.failed++
-          counters?.failed.inc({ final: String(final) })
-          log[final ? 'error' : 'warn']({ outboxId: message.id, attempts: message.attempts, retryAt, err }, final ? 'e-mail failed for good' : 'e-mail failed, will retry')
-          return err as Error // marks the span failed
-        }
-        await queue.markSent(db, message)
-        result.sent++
-        counters?.sent.inc()
+    async function runOnce ({ now = new Date(clockMs()) }: { now?: Date } = {}): Promise<OutboxRunResult> {
+      const claimed = await queue.claimDue(db, { now, leaseMs: o.leaseMs, limit: o.batchSize, maxAttempts: o.maxAttempts })
+      const result = { claimed: claimed.length, sent: 0, failed: 0 }
+      for (const message of claimed) {
+        await traced(
+          'outbox deliver',
+          { 'messaging.system': 'roja.outbox', 'messaging.message.id': message.id, 'roja.outbox.attempt': message.attempts },
+          async () => {
+            try {
+              await deliver(message)
+            } catch (err) {
+              const final = message.attempts >= o.maxAttempts
+              const retryAt = final ? undefined : new Date(now.getTime() + backoffMs(message.attempts, o.backoffBaseMs, o.backoffMaxMs))
+              await queue.markFailed(db, message.id, (err as Error).message, retryAt)
+              result.failed++
+              counters?.failed.inc({ final: String(final) })
+              log[final ? 'error' : 'warn'](
+                { outboxId: message.id, attempts: message.attempts, retryAt, err },
+                final ? 'e-mail failed for good' : 'e-mail failed, will retry'
+              )
+              return err as Error // marks the span failed
+            }
+            await queue.markSent(db, message)
+            result.sent++
+            counters?.sent.inc()
+          }
+        )
+      }
+      return result
+    }
+
+    fastify.decorate('outbox', { runOnce, mailDir })
+
+    let timer: NodeJS.Timeout | undefined
+    let running: Promise<unknown> | undefined
+    let stopped = false
+
+    function schedule (delay: number) {
+      if (stopped) return
+      timer = setTimeout(() => {
+        running = runOnce()
+          .then(r => r.claimed)
+          .catch(err => {
+            log.error({ err }, 'outbox round failed')
+            return 0
+          })
+          .then(claimed => schedule(claimed >= o.batchSize ? 0 : o.intervalMs))
+      }, delay)
+      timer.unref()
+    }
+
+    // Only a listening server delivers in the background: an app that is merely built (tests, CLI) does not.
+    if (o.loop) {
+      fastify.addHook('onListen', async () => {
+        schedule(0)
       })
     }
-    return result
-  }
 
-  fastify.decorate('outbox', { runOnce, mailDir })
+    fastify.addHook('onClose', async () => {
+      stopped = true
+      clearTimeout(timer)
+      await running // let the round in flight finish before the database closes
+      transport?.close()
+    })
+  },
+  { name: 'outbox', dependencies: ['config', 'db'] }
+)
 
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<unknown> | undefined
-  let stopped = false
-
-  function schedule (delay: number) {
-    if (stopped) return
-    timer = setTimeout(() => {
-      running = runOnce()
-        .then(r => r.claimed)
-        .catch(err => { log.error({ err }, 'outbox round failed'); return 0 })
-        .then(claimed => schedule(claimed >= o.batchSize ? 0 : o.intervalMs))
-    }, delay)
-    timer.unref()
-  }
-
-  // Only a listening server delivers in the background: an app that is merely built (tests, CLI) does not.
-  if (o.loop) fastify.addHook('onListen', async () => { schedule(0) })
-
-  fastify.addHook('onClose', async () => {
-    stopped = true
-    clearTimeout(timer)
-    await running // let the round in flight finish before the database closes
-    transport?.close()
-  })
-}, { name: 'outbox', dependencies: ['config', 'db'] })
-
-function makeCounters (registry: promClient.Registry): { sent: Counter, failed: Counter<'final'> } {
+function makeCounters (registry: promClient.Registry): { sent: Counter; failed: Counter<'final'> } {
   return {
     sent: new promClient.Counter({ name: 'roja_outbox_sent_total', help: 'e-mails delivered by the outbox worker', registers: [registry] }),
     failed: new promClient.Counter({
       name: 'roja_outbox_failed_total',
-      help: 'failed e-mail delivery attempts; ' +
-      'final="true" when no retry is left',
+      help: 'failed e-mail delivery attempts; ' + 'final="true" when no retry is left',
       labelNames: ['final'],
       registers: [registry]
     })
@@ -218,8 +239,14 @@ function backlogGauges (registry: promClient.Registry, read: () => Promise<Backl
   let backlog: Promise<Backlog | undefined> | undefined
   // A scrape starts every collect() in the same tick, so the three gauges share the read in flight.
   const current = () => {
-    backlog ??= read().catch((err) => { log.warn({ err }, 'outbox backlog unreadable for metrics'); return undefined })
-      .finally(() => { backlog = undefined })
+    backlog ??= read()
+      .catch(err => {
+        log.warn({ err }, 'outbox backlog unreadable for metrics')
+        return undefined
+      })
+      .finally(() => {
+        backlog = undefined
+      })
     return backlog
   }
   const gauge = (name: string, help: string, value: (b: Backlog) => number) =>
@@ -234,6 +261,8 @@ function backlogGauges (registry: promClient.Registry, read: () => Promise<Backl
       }
     })
   gauge('roja_outbox_pending_messages', 'e-mails queued and not yet delivered that will still be tried', b => b.pending)
-  gauge('roja_outbox_oldest_pending_age_seconds', 'age of the oldest undelivered e-mail that will still be tried (0 when none)', b => b.oldestQueuedAt ? Math.max(0, (clockMs() - b.oldestQueuedAt.getTime()) / 1000) : 0)
+  gauge('roja_outbox_oldest_pending_age_seconds', 'age of the oldest undelivered e-mail that will still be tried (0 when none)', b =>
+    b.oldestQueuedAt ? Math.max(0, (clockMs() - b.oldestQueuedAt.getTime()) / 1000) : 0
+  )
   gauge('roja_outbox_dead_messages', 'e-mails that used all their attempts and will not be tried again', b => b.dead)
 }

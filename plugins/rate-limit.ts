@@ -52,7 +52,7 @@ function rateLimited (max: number, ttlMs: number, after: string): AppError {
   })
 }
 
-type Checked = { isAllowed: true } | { isAllowed: false, isExceeded: boolean, max: number, ttl: number, ttlInSeconds: number }
+type Checked = { isAllowed: true } | { isAllowed: false; isExceeded: boolean; max: number; ttl: number; ttlInSeconds: number }
 
 /** Keys of the limits that must hold through a Redis outage (passwords, mail) start with this. */
 const KEEP = '!'
@@ -62,102 +62,127 @@ const KEEP = '!'
  * with REDIS_URL, in Redis so that every instance behind the balancer shares one count.
  * Routes tighten it with `config.rateLimit` (the token endpoint does).
  */
-export default fp(async (fastify) => {
-  const { config } = fastify
-  // The metrics plugin comes later (its /metrics has a limit of its own): looked up when used.
-  const refused = (limit: 'global' | 'route' | 'mail') => { if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit }) }
-  const keyOf = (request: FastifyRequest) => clientKey(request.ip, config.RATE_LIMIT_IPV6_PREFIX)
-  fastify.decorate('clientKey', keyOf)
+export default fp(
+  async fastify => {
+    const { config } = fastify
+    // The metrics plugin comes later (its /metrics has a limit of its own): looked up when used.
+    const refused = (limit: 'global' | 'route' | 'mail') => {
+      if (fastify.hasDecorator('refusals')) fastify.refusals.rateLimited.inc({ limit })
+    }
+    const keyOf = (request: FastifyRequest) => clientKey(request.ip, config.RATE_LIMIT_IPV6_PREFIX)
+    fastify.decorate('clientKey', keyOf)
 
-  let store: (new (settings: object) => FastifyRateLimitStore) | undefined
-  if (config.REDIS_URL) {
-    // loaded only when used: an instance without Redis does not carry the client
-    const { Redis } = await import('ioredis')
-    const redis = new Redis(config.REDIS_URL, { connectTimeout: 2000, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
-    const health = new StoreHealth(fastify.log, () => { if (fastify.hasDecorator('rateLimitStoreFallbacks')) fastify.rateLimitStoreFallbacks.inc() })
-    redis.on('error', (err: Error) => health.down(err))
-    redis.on('ready', () => health.up())
-    fastify.addHook('onClose', async () => { await redis.quit().catch(() => redis.disconnect()) })
-    // Without the offline queue, commands sent before the connection is up fail: wait for it, so
-    // the first requests are counted in Redis too. A Redis that is down only logs.
-    await new Promise<void>((resolve) => {
-      if (redis.status === 'ready') return resolve()
-      const timer = setTimeout(resolve, 2500)
-      redis.once('ready', () => { clearTimeout(timer); resolve() })
+    let store: (new (settings: object) => FastifyRateLimitStore) | undefined
+    if (config.REDIS_URL) {
+      // loaded only when used: an instance without Redis does not carry the client
+      const { Redis } = await import('ioredis')
+      const redis = new Redis(config.REDIS_URL, {
+        connectTimeout: 2000,
+        commandTimeout: 1000,
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        lazyConnect: false
+      })
+      const health = new StoreHealth(fastify.log, () => {
+        if (fastify.hasDecorator('rateLimitStoreFallbacks')) fastify.rateLimitStoreFallbacks.inc()
+      })
+      redis.on('error', (err: Error) => health.down(err))
+      redis.on('ready', () => health.up())
+      fastify.addHook('onClose', async () => {
+        await redis.quit().catch(() => redis.disconnect())
+      })
+      // Without the offline queue, commands sent before the connection is up fail: wait for it, so
+      // the first requests are counted in Redis too. A Redis that is down only logs.
+      await new Promise<void>(resolve => {
+        if (redis.status === 'ready') return resolve()
+        const timer = setTimeout(resolve, 2500)
+        redis.once('ready', () => {
+          clearTimeout(timer)
+          resolve()
+        })
+      })
+      store = sharedStore(redis, health)
+    }
+
+    await fastify.register(rateLimit, {
+      global: true,
+      max: config.RATE_LIMIT_MAX,
+      timeWindow: config.RATE_LIMIT_WINDOW,
+      keyGenerator: keyOf,
+      store,
+      // A Redis outage must not take the API down with it: the general limit is skipped, while the
+      // password and mail limits (KEEP) count in this instance instead.
+      skipOnError: true,
+      // Called for each refused request; a route with its own `config.rateLimit` counts as "route".
+      onExceeded: request => {
+        refused(request.routeOptions.config?.rateLimit ? 'route' : 'global')
+      },
+      errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl, context.after)
     })
-    store = sharedStore(redis, health)
-  }
 
-  await fastify.register(rateLimit, {
-    global: true,
-    max: config.RATE_LIMIT_MAX,
-    timeWindow: config.RATE_LIMIT_WINDOW,
-    keyGenerator: keyOf,
-    store,
-    // A Redis outage must not take the API down with it: the general limit is skipped, while the
-    // password and mail limits (KEEP) count in this instance instead.
-    skipOnError: true,
-    // Called for each refused request; a route with its own `config.rateLimit` counts as "route".
-    onExceeded: (request) => { refused(request.routeOptions.config?.rateLimit ? 'route' : 'global') },
-    errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl, context.after)
-  })
-
-  const perClient = fastify.createRateLimit()
-  function check (result: Checked, limit: 'global' | 'route' | 'mail'): void {
-    if (!result.isAllowed && result.isExceeded) {
-      refused(limit)
-      throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
+    const perClient = fastify.createRateLimit()
+    function check (result: Checked, limit: 'global' | 'route' | 'mail'): void {
+      if (!result.isAllowed && result.isExceeded) {
+        refused(limit)
+        throw rateLimited(result.max, result.ttl, `${result.ttlInSeconds} seconds`)
+      }
     }
-  }
-  fastify.decorate('clientRateLimit', async (request: FastifyRequest) => check(await perClient(request), 'global'))
+    fastify.decorate('clientRateLimit', async (request: FastifyRequest) => check(await perClient(request), 'global'))
 
-  fastify.decorate('passwordRateLimit', (subject: (request: FastifyRequest) => string): RateLimitOptions => ({
-    max: config.AUTH_RATE_LIMIT_MAX,
-    timeWindow: config.RATE_LIMIT_WINDOW,
-    hook: 'preHandler',
-    keyGenerator: (request) => `${KEEP}login:${keyOf(request)}|${subject(request)}`
-  }))
+    fastify.decorate('passwordRateLimit', (subject: (request: FastifyRequest) => string): RateLimitOptions => ({
+      max: config.AUTH_RATE_LIMIT_MAX,
+      timeWindow: config.RATE_LIMIT_WINDOW,
+      hook: 'preHandler',
+      keyGenerator: request => `${KEEP}login:${keyOf(request)}|${subject(request)}`
+    }))
 
-  // One limiter for every password route, so they share its counts (in memory and in Redis alike).
-  const subjects = new WeakMap<FastifyRequest, string>()
-  const attempts = fastify.createRateLimit({
-    max: config.AUTH_RATE_LIMIT_MAX,
-    timeWindow: config.RATE_LIMIT_WINDOW,
-    keyGenerator: (request) => `${KEEP}password:${keyOf(request)}|${subjects.get(request) ?? ''}`
-  })
-  fastify.decorate('passwordAttempt', (subject: (request: FastifyRequest) => string) => async (request: FastifyRequest) => {
-    subjects.set(request, subject(request))
-    check(await attempts(request), 'route')
-  })
+    // One limiter for every password route, so they share its counts (in memory and in Redis alike).
+    const subjects = new WeakMap<FastifyRequest, string>()
+    const attempts = fastify.createRateLimit({
+      max: config.AUTH_RATE_LIMIT_MAX,
+      timeWindow: config.RATE_LIMIT_WINDOW,
+      keyGenerator: request => `${KEEP}password:${keyOf(request)}|${subjects.get(request) ?? ''}`
+    })
+    fastify.decorate('passwordAttempt', (subject: (request: FastifyRequest) => string) => async (request: FastifyRequest) => {
+      subjects.set(request, subject(request))
+      check(await attempts(request), 'route')
+    })
 
-  const mail = { max: config.MAIL_RATE_LIMIT_MAX, timeWindow: config.MAIL_RATE_LIMIT_WINDOW }
-  const perUser = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-user:${request.user.id}` })
-  const perRecipient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-to:${request.user.email.toLowerCase()}` })
-  fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
-    check(await perUser(request), 'mail')
-    check(await perRecipient(request), 'mail')
-  })
-  const perMailingClient = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-client:${keyOf(request)}` })
-  fastify.decorate('namedRecipientRateLimit', (recipient: (request: FastifyRequest) => string) => {
-    const perName = fastify.createRateLimit({ ...mail, keyGenerator: (request) => `${KEEP}mail-named:${recipient(request)}` })
-    return async (request: FastifyRequest) => {
-      check(await perMailingClient(request), 'mail')
-      check(await perName(request), 'mail')
-    }
-  })
-}, { name: 'rate-limit', dependencies: ['config', 'problems'] })
+    const mail = { max: config.MAIL_RATE_LIMIT_MAX, timeWindow: config.MAIL_RATE_LIMIT_WINDOW }
+    const perUser = fastify.createRateLimit({ ...mail, keyGenerator: request => `${KEEP}mail-user:${request.user.id}` })
+    const perRecipient = fastify.createRateLimit({ ...mail, keyGenerator: request => `${KEEP}mail-to:${request.user.email.toLowerCase()}` })
+    fastify.decorate('mailRateLimit', async (request: FastifyRequest) => {
+      check(await perUser(request), 'mail')
+      check(await perRecipient(request), 'mail')
+    })
+    const perMailingClient = fastify.createRateLimit({ ...mail, keyGenerator: request => `${KEEP}mail-client:${keyOf(request)}` })
+    fastify.decorate('namedRecipientRateLimit', (recipient: (request: FastifyRequest) => string) => {
+      const perName = fastify.createRateLimit({ ...mail, keyGenerator: request => `${KEEP}mail-named:${recipient(request)}` })
+      return async (request: FastifyRequest) => {
+        check(await perMailingClient(request), 'mail')
+        check(await perName(request), 'mail')
+      }
+    })
+  },
+  { name: 'rate-limit', dependencies: ['config', 'problems'] }
+)
 
 /** Whether Redis answers, logged once per outage (not per request), with a count of fallbacks. */
 class StoreHealth {
   private failing = false
 
-  constructor (private readonly log: FastifyBaseLogger, readonly fellBack: () => void) {}
+  constructor (
+    private readonly log: FastifyBaseLogger,
+    readonly fellBack: () => void
+  ) {}
 
   down (err: Error): void {
     if (this.failing) return
     this.failing = true
-    this.log.warn({ err: { message: err.message } }, 'rate-limit store (Redis) unavailable: the password and mail limits count in this ' +
-      'instance, the general limit is skipped, until it is back')
+    this.log.warn(
+      { err: { message: err.message } },
+      'rate-limit store (Redis) unavailable: the password and mail limits count in this ' + 'instance, the general limit is skipped, until it is back'
+    )
   }
 
   up (): void {
@@ -177,8 +202,10 @@ if current == 1 or ttl < 0 then
 end
 return {current, ttl}`
 
-type Incremented = (error: Error | null, result?: { current: number, ttl: number }) => void
-type RedisWithIncrement = Redis & { rojaRateLimit: (key: string, windowMs: number, done: (err: Error | null, result: [number, number]) => void) => void }
+type Incremented = (error: Error | null, result?: { current: number; ttl: number }) => void
+type RedisWithIncrement = Redis & {
+  rojaRateLimit: (key: string, windowMs: number, done: (err: Error | null, result: [number, number]) => void) => void
+}
 
 /**
  * The Redis store, with a fallback: when Redis fails, a key that must hold (KEEP) is counted in
@@ -192,7 +219,10 @@ function sharedStore (client: Redis, health: StoreHealth): new (settings: object
     private readonly local = new LocalCounts()
 
     // @fastify/rate-limit passes its settings first; a child passes its prefix.
-    constructor (_settings?: unknown, private readonly prefix = 'roja-rl:') {}
+    constructor (
+      _settings?: unknown,
+      private readonly prefix = 'roja-rl:'
+    ) {}
 
     incr (key: string, done: Incremented, timeWindow: number): void {
       const failed = (err: Error) => {
@@ -212,7 +242,7 @@ function sharedStore (client: Redis, health: StoreHealth): new (settings: object
 
     child (settings: object): FastifyRateLimitStore {
       // A route's own limit counts apart from the global one; createRateLimit's keys name themselves.
-      const info = (settings as { routeInfo?: { method?: unknown, url?: unknown } }).routeInfo ?? {}
+      const info = (settings as { routeInfo?: { method?: unknown; url?: unknown } }).routeInfo ?? {}
       return new SharedStore(undefined, info.url === undefined ? this.prefix : `${this.prefix}${String(info.method)}${String(info.url)}-`)
     }
   }
@@ -224,9 +254,9 @@ function sharedStore (client: Redis, health: StoreHealth): new (settings: object
  * the bound is large, so a client cannot cheaply push its own count out.
  */
 class LocalCounts {
-  private readonly counts = new Map<string, { current: number, resetAt: number }>()
+  private readonly counts = new Map<string, { current: number; resetAt: number }>()
 
-  incr (key: string, windowMs: number): { current: number, ttl: number } {
+  incr (key: string, windowMs: number): { current: number; ttl: number } {
     const now = Date.now()
     let entry = this.counts.get(key)
     if (entry === undefined || entry.resetAt <= now) {

@@ -46,7 +46,10 @@ export function redactTokens (url: string): string {
   const query = url.indexOf('?')
   let out = url
   if (query !== -1 && hasTokenParam(url, query)) {
-    const parts = url.slice(query + 1).split('&').map(part => (isTokenKey(part) ? `${keyOf(part)}=[redacted]` : part))
+    const parts = url
+      .slice(query + 1)
+      .split('&')
+      .map(part => (isTokenKey(part) ? `${keyOf(part)}=[redacted]` : part))
     out = `${url.slice(0, query)}?${parts.join('&')}`
   }
   // JWT-shaped runs are looked for in the decoded URL; where one is found, the decoded URL is logged.
@@ -67,7 +70,10 @@ function hasTokenParam (url: string, query: number): boolean {
   return false
 }
 
-const keyOf = (part: string) => { const eq = part.indexOf('='); return eq === -1 ? part : part.slice(0, eq) }
+const keyOf = (part: string) => {
+  const eq = part.indexOf('=')
+  return eq === -1 ? part : part.slice(0, eq)
+}
 
 /**
  * One `name=value` part of a query: is its name, decoded as URLSearchParams decodes it, a token
@@ -75,15 +81,26 @@ const keyOf = (part: string) => { const eq = part.indexOf('='); return eq === -1
  */
 function isTokenKey (part: string): boolean {
   const raw = keyOf(part)
-  const key = /[%+?]/.test(raw) ? new URLSearchParams(`${raw}=`).keys().next().value ?? '' : raw
+  const key = /[%+?]/.test(raw) ? (new URLSearchParams(`${raw}=`).keys().next().value ?? '') : raw
   return TOKEN_PARAMS.has(key.trim().toLowerCase())
 }
 
 // proxy-addr's range names, as subnets.
 const RANGES: Record<string, Array<[string, number]>> = {
-  loopback: [['127.0.0.0', 8], ['::1', 128]],
-  linklocal: [['169.254.0.0', 16], ['fe80::', 10]],
-  uniquelocal: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]]
+  loopback: [
+    ['127.0.0.0', 8],
+    ['::1', 128]
+  ],
+  linklocal: [
+    ['169.254.0.0', 16],
+    ['fe80::', 10]
+  ],
+  uniquelocal: [
+    ['10.0.0.0', 8],
+    ['172.16.0.0', 12],
+    ['192.168.0.0', 16],
+    ['fc00::', 7]
+  ]
 }
 
 /** The TRUST_PROXY list as a matcher of peer addresses. */
@@ -102,7 +119,7 @@ export function trustedProxies (entries: readonly string[]): BlockList {
 export function trustFunction (entries: readonly string[]): (address: string, hop: number) => boolean {
   const list = trustedProxies(entries)
   const known = new Map<string, boolean>()
-  return (address) => {
+  return address => {
     let trusted = known.get(address)
     if (trusted === undefined) {
       const family = isIP(address)
@@ -125,7 +142,12 @@ function cidr (entry: string): [string, number] {
  * client cannot hold every socket (slowloris). The trusted proxies are exempt, as they carry
  * everyone's connections.
  */
-export function capConnectionsPerPeer (server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown }, max: number, exempt: BlockList, ipv6Prefix: number) {
+export function capConnectionsPerPeer (
+  server: { on: (event: 'connection', listener: (socket: Socket) => void) => unknown },
+  max: number,
+  exempt: BlockList,
+  ipv6Prefix: number
+) {
   const open = new Map<string, number>()
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress
@@ -151,40 +173,48 @@ export function capConnectionsPerPeer (server: { on: (event: 'connection', liste
  * Transport policy: security headers, CORS from ALLOWED_CORS_ORIGINS, no token in a URL,
  * and HTTPS in production (TLS here, or a trusted proxy that says the client spoke https).
  */
-export default fp(async (fastify) => {
-  const { config } = fastify
-  const httpsDirect = Boolean(config.TLS_CERT_FILE)
-  capConnectionsPerPeer(fastify.server, config.MAX_CONNECTIONS_PER_IP, trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []), config.RATE_LIMIT_IPV6_PREFIX)
+export default fp(
+  async fastify => {
+    const { config } = fastify
+    const httpsDirect = Boolean(config.TLS_CERT_FILE)
+    capConnectionsPerPeer(
+      fastify.server,
+      config.MAX_CONNECTIONS_PER_IP,
+      trustedProxies(Array.isArray(config.trustProxy) ? config.trustProxy : []),
+      config.RATE_LIMIT_IPV6_PREFIX
+    )
 
-  const secure = helmet({
-    // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.
-    contentSecurityPolicy: false,
-    hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
-  })
-  // Helmet run on each request, the plain way: its headers worked out once answered `/version` only 1.06× as fast,
-  // under the 10 % a speed device must earn.
-  fastify.addHook('onRequest', (request, reply, done) => secure(request.raw, reply.raw, done as (err?: unknown) => void))
+    const secure = helmet({
+      // The API serves JSON and the docs page only; the docs UI needs inline styles and scripts.
+      contentSecurityPolicy: false,
+      hsts: config.production ? { maxAge: 31536000, includeSubDomains: true } : false
+    })
+    // Helmet run on each request, the plain way: its headers worked out once answered `/version` only 1.06× as fast,
+    // under the 10 % a speed device must earn.
+    fastify.addHook('onRequest', (request, reply, done) => secure(request.raw, reply.raw, done as (err?: unknown) => void))
 
-  const wildcard = config.corsOrigins.includes('*')
-  await fastify.register(cors, {
-    origin: wildcard ? '*' : (config.corsOrigins.length > 0 ? config.corsOrigins : false),
-    // Bearer tokens travel in a header, never in cookies; credentials are never allowed, above all with `*`.
-    credentials: false,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'idempotency-key', 'accept', 'range'],
-    exposedHeaders: ['location', 'etag', 'link', 'retry-after', 'deprecation', 'sunset'],
-    maxAge: 600
-  })
+    const wildcard = config.corsOrigins.includes('*')
+    await fastify.register(cors, {
+      origin: wildcard ? '*' : config.corsOrigins.length > 0 ? config.corsOrigins : false,
+      // Bearer tokens travel in a header, never in cookies; credentials are never allowed, above all with `*`.
+      credentials: false,
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'idempotency-key', 'accept', 'range'],
+      exposedHeaders: ['location', 'etag', 'link', 'retry-after', 'deprecation', 'sunset'],
+      maxAge: 600
+    })
 
-  // A plain (not async) hook: no promise per request for a check that never waits.
-  fastify.addHook('onRequest', (request, _reply, done) => {
-    const query = request.url.indexOf('?')
-    if (query !== -1 && request.routeOptions.config?.linkToken !== true && hasTokenParam(request.url, query)) {
-      return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
-    }
-    if (config.production && !httpsDirect && request.protocol !== 'https') {
-      return done(new AppError('HttpsRequired', 'this API is served over HTTPS only'))
-    }
-    done()
-  })
-}, { name: 'security', dependencies: ['config', 'problems'] })
+    // A plain (not async) hook: no promise per request for a check that never waits.
+    fastify.addHook('onRequest', (request, _reply, done) => {
+      const query = request.url.indexOf('?')
+      if (query !== -1 && request.routeOptions.config?.linkToken !== true && hasTokenParam(request.url, query)) {
+        return done(new AppError('TokenInQuery', 'send the token in the Authorization header, never in the URL'))
+      }
+      if (config.production && !httpsDirect && request.protocol !== 'https') {
+        return done(new AppError('HttpsRequired', 'this API is served over HTTPS only'))
+      }
+      done()
+    })
+  },
+  { name: 'security', dependencies: ['config', 'problems'] }
+)

@@ -63,7 +63,14 @@ export const examples: Record<string, unknown> = {
   Version: { version: '0.1.0', api_versions: ['v1', 'v2'], commit: '5b1023b' },
   TokenRequest: { username: 'ada_lovelace', password: 'correct horse battery staple' },
   TokenForm: { grant_type: 'password', username: 'ada_lovelace', password: 'correct horse battery staple' },
-  TokenResponse: { access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpZCI6ImIzZTFjN2EyLTVkNGYtNGU4YS05YzFiLTJmNmQ4ZTBhNGMxNyIsImlhdCI6MTc2NDMyMzAwMCwiZXhwIjoxNzY0MzI2NjAwfQ.Lq3n6W5v2m0ZVQ7xk4bJ0s1p9cHh8eYtRr2uF3dGk0A', token_type: 'Bearer', expires_in: 3600 },
+  TokenResponse: {
+    access_token:
+      'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.' +
+        'eyJpZCI6ImIzZTFjN2EyLTVkNGYtNGU4YS05YzFiLTJmNmQ4ZTBhNGMxNyIsImlhdCI6MTc2NDMyMzAwMCwiZXhwIjoxNzY0MzI2NjAwfQ.' +
+        'Lq3n6W5v2m0ZVQ7xk4bJ0s1p9cHh8eYtRr2uF3dGk0A',
+    token_type: 'Bearer',
+    expires_in: 3600
+  },
   ProfileCreate: { username: 'ada_lovelace', email: 'ada@example.com', password: 'correct horse battery staple', ...profileFields },
   ProfileUpdate: { ...profileFields, avatar_url: `https://media.roja.dev/v1/media/${MEDIA}` },
   ProfilePatch: { favorite_band: 'Pink Floyd', website: null },
@@ -80,7 +87,15 @@ export const examples: Record<string, unknown> = {
   PostCreate: postWrite,
   PostUpdate: { ...postWrite, slug: 'notes-on-the-analytical-engine', title: 'Notes on the Analytical Engine (revised)' },
   PostPatch: { title: 'Notes on the Analytical Engine (revised)', media_url: null },
-  Course: { ...post, id: COURSE, type: 'COURSE', slug: 'programming-the-engine', title: 'Programming the Engine', tags: ['course'], chapters_count: 3 },
+  Course: {
+    ...post,
+    id: COURSE,
+    type: 'COURSE',
+    slug: 'programming-the-engine',
+    title: 'Programming the Engine',
+    tags: ['course'],
+    chapters_count: 3
+  },
   Chapter: { id: CHAPTER, course_id: COURSE, title: 'Operation cards', position: 1, created_at: CREATED, updated_at: UPDATED },
   ChapterCreate: { title: 'Operation cards', position: 1 },
   ChapterPatch: { position: 2 },
@@ -88,8 +103,7 @@ export const examples: Record<string, unknown> = {
     id: LESSON,
     chapter_id: CHAPTER,
     title: 'Loops with the Jacquard cards',
-    body: 'A card that backs the chain repeats a set ' +
-    'of operations.',
+    body: 'A card that backs the chain repeats a set ' + 'of operations.',
     position: 2,
     created_at: CREATED,
     updated_at: UPDATED
@@ -102,20 +116,60 @@ export const examples: Record<string, unknown> = {
   Comment: { id: COMMENT, post_id: POST, author: grace, text: 'Note G is my favourite part.', created_at: UPDATED, updated_at: UPDATED },
   CommentWrite: { text: 'Note G is my favourite part.' },
   CommentPatch: { text: 'Note G is still my favourite part.' },
-  Alert: { id: ALERT, kind: 'review', message: 'grace_hopper left a review on your post "Notes on the Analytical Engine"', post_id: POST, created_at: UPDATED, sent_at: UPDATED },
+  Alert: {
+    id: ALERT,
+    kind: 'review',
+    message: 'grace_hopper left a review on your post "Notes on the Analytical Engine"',
+    post_id: POST,
+    created_at: UPDATED,
+    sent_at: UPDATED
+  },
   Shop: { id: SHOP, owner: ada, name: 'Engine Parts', description: 'Brass gears and punched cards.', created_at: CREATED, updated_at: UPDATED },
   ShopWrite: { name: 'Engine Parts', description: 'Brass gears and punched cards.' },
   ShopPatch: { name: 'Engine Parts Ltd' },
-  Product: { id: PRODUCT, shop_id: SHOP, name: 'Set of 40 operation cards', description: 'Hand-punched, numbered.', price_cents: 2500, currency: 'GBP', created_at: CREATED, updated_at: UPDATED },
+  Product: {
+    id: PRODUCT,
+    shop_id: SHOP,
+    name: 'Set of 40 operation cards',
+    description: 'Hand-punched, numbered.',
+    price_cents: 2500,
+    currency: 'GBP',
+    created_at: CREATED,
+    updated_at: UPDATED
+  },
   ProductWrite: { name: 'Set of 40 operation cards', description: 'Hand-punched, numbered.', price_cents: 2500, currency: 'GBP' },
   ProductPatch: { price_cents: 2600 },
-  Class: { id: CLASS, owner: ada, name: 'Engine programming, winter group', course_id: COURSE, starts_date: '2027-01-11', created_at: CREATED, updated_at: UPDATED },
+  Class: {
+    id: CLASS,
+    owner: ada,
+    name: 'Engine programming, winter group',
+    course_id: COURSE,
+    starts_date: '2027-01-11',
+    created_at: CREATED,
+    updated_at: UPDATED
+  },
   ClassCreate: { name: 'Engine programming, winter group', course_id: COURSE, starts_date: '2027-01-11' },
   ClassPatch: { starts_date: '2027-02-01' },
-  Student: { id: STUDENT, class_id: CLASS, first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: 'mary@example.com', created_at: CREATED, updated_at: UPDATED },
+  Student: {
+    id: STUDENT,
+    class_id: CLASS,
+    first_name: 'Mary',
+    last_name: 'Somerville',
+    sex: 'F',
+    email: 'mary@example.com',
+    created_at: CREATED,
+    updated_at: UPDATED
+  },
   StudentCreate: { first_name: 'Mary', last_name: 'Somerville', sex: 'F', email: 'mary@example.com' },
   StudentPatch: { last_name: 'Fairfax Somerville', email: null },
-  Media: { id: MEDIA, url: `https://media.roja.dev/v1/media/${MEDIA}`, content_type: 'image/png', size: 48213, sha256: '9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f', created_at: CREATED }
+  Media: {
+    id: MEDIA,
+    url: `https://media.roja.dev/v1/media/${MEDIA}`,
+    content_type: 'image/png',
+    size: 48213,
+    sha256: '9f2c8e1a4b7d3f6e0c5a8b2d9e4f1a7c3b6d0e8f2a5c9b1d4e7f0a3c6b9d2e5f',
+    created_at: CREATED
+  }
 }
 
 /** Examples of a named schema in an answer of another status than 2xx (the health check's 503). */
@@ -208,9 +262,13 @@ export function exampleOf (schema: Schema | undefined, components: Record<string
       const item = exampleOf(schema.items, components, depth + 1)
       return item === undefined ? [] : [item]
     }
-    case 'integer': case 'number': return schema.minimum ?? 1
-    case 'boolean': return true
-    case 'string': return schema.format === 'binary' ? undefined : 'text'
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? 1
+    case 'boolean':
+      return true
+    case 'string':
+      return schema.format === 'binary' ? undefined : 'text'
   }
   return undefined
 }

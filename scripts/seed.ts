@@ -48,12 +48,16 @@ const USER_BATCH = 1000 // profile: 9 columns
 const BATCHES_PER_TRANSACTION = 20
 const DAY = 86_400_000
 
-const WORDS = ('river stone light garden winter signal paper orbit copper velvet harbour lantern meadow thunder ' +
+const WORDS = (
+  'river stone light garden winter signal paper orbit copper velvet harbour lantern meadow thunder ' +
   'silver canyon ember willow pixel atlas cedar quartz falcon delta maple nova prism saffron tide violet ' +
-  'guide notes lessons primer workshop recipes journal sketches field study basics deep dive').split(' ')
-const TAGS = ('rust typescript cooking music guitar photography travel design fitness yoga writing poetry ' +
+  'guide notes lessons primer workshop recipes journal sketches field study basics deep dive'
+).split(' ')
+const TAGS = (
+  'rust typescript cooking music guitar photography travel design fitness yoga writing poetry ' +
   'history science math chess gardening finance startups ai databases linux security art film baking ' +
-  'running cycling knitting woodworking').split(' ')
+  'running cycling knitting woodworking'
+).split(' ')
 const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Radia Frances Edsger Donald Hedy Katherine John'.split(' ')
 const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Perlman Allen Dijkstra Knuth Lamarr Johnson'.split(' ')
 
@@ -61,7 +65,7 @@ const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie P
 function rng (seed: number) {
   let s = seed >>> 0
   return () => {
-    s = (s + 0x6D2B79F5) >>> 0
+    s = (s + 0x6d2b79f5) >>> 0
     let t = s
     t = Math.imul(t ^ (t >>> 15), t | 1)
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
@@ -92,8 +96,20 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
       const username = `seed-${run}-${i}`
       const creator = i % 5 === 0
       const joined = new Date(now - (730 + random() * 365) * DAY).toISOString()
-      if (creator) { creatorIds.push(id); if (creatorUsernames.length < 10) creatorUsernames.push(username) } else if (readerUsernames.length < 10) readerUsernames.push(username)
-      users.push({ id, username, email: `${username}@example.com`, password_hash: passwordHash, is_active: true, is_creator: creator, created_at: joined, updated_at: joined })
+      if (creator) {
+        creatorIds.push(id)
+        if (creatorUsernames.length < 10) creatorUsernames.push(username)
+      } else if (readerUsernames.length < 10) readerUsernames.push(username)
+      users.push({
+        id,
+        username,
+        email: `${username}@example.com`,
+        password_hash: passwordHash,
+        is_active: true,
+        is_creator: creator,
+        created_at: joined,
+        updated_at: joined
+      })
       profiles.push({
         id,
         first_name: pick(FIRST),
@@ -106,7 +122,7 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
         updated_at: joined
       })
     }
-    await db.transaction().execute(async (trx) => {
+    await db.transaction().execute(async trx => {
       await trx.insertInto('user').values(users).execute()
       await trx.insertInto('profile').values(profiles).execute()
     })
@@ -117,7 +133,7 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
   let tagRows = 0
   bar?.start(opts.posts, 0, { task: 'posts' })
   for (let start = 0; start < opts.posts; start += POST_BATCH * BATCHES_PER_TRANSACTION) {
-    await db.transaction().execute(async (trx) => {
+    await db.transaction().execute(async trx => {
       const end = Math.min(opts.posts, start + POST_BATCH * BATCHES_PER_TRANSACTION)
       for (let from = start; from < end; from += POST_BATCH) {
         const posts: Array<Insertable<Database['post']>> = []
@@ -156,10 +172,22 @@ export async function seed (db: Db, opts: SeedOptions): Promise<SeedResult> {
     })
   }
   bar?.stop()
-  return { users: userCount, creators: creatorIds.length, posts: opts.posts, tags: tagRows, password: SEED_PASSWORD, creatorUsernames, readerUsernames }
+  return {
+    users: userCount,
+    creators: creatorIds.length,
+    posts: opts.posts,
+    tags: tagRows,
+    password: SEED_PASSWORD,
+    creatorUsernames,
+    readerUsernames
+  }
 }
 
-interface Progress { start (total: number, value: number, payload: { task: string }): void, update (value: number): void, stop (): void }
+interface Progress {
+  start(total: number, value: number, payload: { task: string }): void
+  update(value: number): void
+  stop(): void
+}
 
 /**
  * A bar on a terminal; elsewhere (CI, a log file, a pipe) a bar would print nothing readable, so
@@ -167,17 +195,33 @@ interface Progress { start (total: number, value: number, payload: { task: strin
  */
 function progress (out: NodeJS.WritableStream & { isTTY?: boolean }, everyMs: number): Progress {
   if (out.isTTY) {
-    return new cliProgress.SingleBar({ stream: out, format: ' {task} [{bar}] {percentage}% | {value}/{total} | {eta_formatted} left', etaBuffer: 50 }, cliProgress.Presets.shades_classic)
+    return new cliProgress.SingleBar(
+      { stream: out, format: ' {task} [{bar}] {percentage}% | {value}/{total} | {eta_formatted} left', etaBuffer: 50 },
+      cliProgress.Presets.shades_classic
+    )
   }
   let task = ''
   let total = 0
   let value = 0
   let last = 0
-  const line = () => { out.write(`${task}: ${value}/${total} (${total === 0 ? 100 : Math.floor(value * 100 / total)} %)\n`); last = Date.now() }
+  const line = () => {
+    out.write(`${task}: ${value}/${total} (${total === 0 ? 100 : Math.floor((value * 100) / total)} %)\n`)
+    last = Date.now()
+  }
   return {
-    start (n, v, payload) { task = payload.task; total = n; value = v; line() },
-    update (v) { value = v; if (Date.now() - last >= everyMs && value < total) line() },
-    stop () { line() }
+    start (n, v, payload) {
+      task = payload.task
+      total = n
+      value = v
+      line()
+    },
+    update (v) {
+      value = v
+      if (Date.now() - last >= everyMs && value < total) line()
+    },
+    stop () {
+      line()
+    }
   }
 }
 
@@ -206,9 +250,15 @@ and prints a few accounts to sign in with. Every seeded user's password is "${SE
 
 /** `npm run seed`: exit 0 done (and help), 1 failed, 2 bad usage. */
 export async function main (argv: string[]): Promise<number> {
-  if (argv.some(a => a === '--help' || a === '-h')) { console.log(USAGE); return 0 }
+  if (argv.some(a => a === '--help' || a === '-h')) {
+    console.log(USAGE)
+    return 0
+  }
   const opts = parseSeedArgs(argv)
-  if (!opts) { console.error(USAGE); return 2 }
+  if (!opts) {
+    console.error(USAGE)
+    return 2
+  }
   return onConfiguredDatabase(async (db, config) => {
     const done = await seed(db, { ...opts, hashCost: config.PASSWORD_HASH_COST })
     return [

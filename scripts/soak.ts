@@ -45,21 +45,40 @@ interface CannonResult {
   errors: number
   timeouts: number
   non2xx: number
-  requests: { total: number, average: number }
+  requests: { total: number; average: number }
   latency: { p99: number }
 }
-const autocannon = autocannonJs as (opts: { url: string, connections: number, duration: number, timeout?: number, headers?: Record<string, string>, requests: CannonRequest[] }) => Promise<CannonResult>
+const autocannon = autocannonJs as (opts: {
+  url: string
+  connections: number
+  duration: number
+  timeout?: number
+  headers?: Record<string, string>
+  requests: CannonRequest[]
+}) => Promise<CannonResult>
 
 const ROOT = resolve(import.meta.dirname, '..')
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60)
-const DIALECTS = (process.env.SOAK_DIALECTS ?? 'sqlite,postgres').split(',').map(s => s.trim()).filter(Boolean)
+const DIALECTS = (process.env.SOAK_DIALECTS ?? 'sqlite,postgres')
+  .split(',')
+  .map(s => s.trim())
+  .filter(Boolean)
 const PHASES = new Set((process.env.SOAK_PHASES ?? 'saturation,sigterm,kill9,outage,overload,hostile').split(',').map(s => s.trim()))
 const GRACE_MS = 5000
 const SECRET = 'soak-secret-that-is-at-least-32-bytes-long!!'
 const PASSWORD = 'correct horse battery staple'
 const HTTPS = { 'x-forwarded-proto': 'https' }
 
-interface Row { dialect: string, fault: string, requests: number, acknowledged: number, lost: number, errors: number, ok: boolean, notes: string }
+interface Row {
+  dialect: string
+  fault: string
+  requests: number
+  acknowledged: number
+  lost: number
+  errors: number
+  ok: boolean
+  notes: string
+}
 const results: Row[] = []
 
 // ---------------------------------------------------------------- HTTP without keep-alive
@@ -92,9 +111,12 @@ function sqliteStore (dir: string): Store {
     url: `sqlite:${file}`,
     query: async (sql, params = []) => {
       const statement = open().prepare(sql.replace(/\$\d+/g, '?'))
-      return statement.reader ? statement.all(...params) as Array<Record<string, unknown>> : (statement.run(...params), [])
+      return statement.reader ? (statement.all(...params) as Array<Record<string, unknown>>) : (statement.run(...params), [])
     },
-    close: async () => { db?.close(); db = undefined }
+    close: async () => {
+      db?.close()
+      db = undefined
+    }
   }
 }
 
@@ -116,12 +138,17 @@ async function postgresStore (): Promise<Store> {
 }
 
 // ---------------------------------------------------------------- the API's users
-interface Session { creator: Record<string, string>, user: Record<string, string>, baitPostId: string }
+interface Session {
+  creator: Record<string, string>
+  user: Record<string, string>
+  baitPostId: string
+}
 
 async function signUp (port: number, store: Store, creator: boolean): Promise<Record<string, string>> {
   const username = `soak-${randomUUID().slice(0, 8)}`
   // Alerts are mailed only to verified addresses: the user confirms the link sign-up queued.
-  const mail = async (email: string) => (await store.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT]))[0]?.body as string
+  const mail = async (email: string) =>
+    (await store.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT]))[0]?.body as string
   const { auth } = await signUpVerified((method, path, body) => call(port, method, path, body), mail, username, PASSWORD)
   // becoming a creator is an operator action: done in the database, as the CLI would
   if (creator) await store.query('update "user" set is_creator = $1 where username = $2', [store.url.startsWith('sqlite') ? 1 : true, username])
@@ -139,7 +166,10 @@ async function session (port: number, store: Store): Promise<Session> {
 const TAGS = (n: number) => ['soak', `t${n % 7}`, `u${n % 3}`]
 
 // ---------------------------------------------------------------- checks on the stored data
-interface Acks { posts: Map<string, number>, comments: Set<string> }
+interface Acks {
+  posts: Map<string, number>
+  comments: Set<string>
+}
 
 async function missing (store: Store, table: string, ids: string[]): Promise<number> {
   let found = 0
@@ -179,18 +209,39 @@ async function saturation (dialect: string, server: Instance, store: Store, s: S
         method: 'POST',
         path: '/v1/posts',
         headers: { ...s.creator, 'content-type': 'application/json' },
-        setupRequest: (req) => { const i = n++; return { ...req, body: JSON.stringify({ title: `soak ${i} ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(i) }) } },
-        onResponse: (status, body) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 201) acks.posts.set(JSON.parse(body).id, 3) }
+        setupRequest: req => {
+          const i = n++
+          return { ...req, body: JSON.stringify({ title: `soak ${i} ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(i) }) }
+        },
+        onResponse: (status, body) => {
+          statuses[status] = (statuses[status] ?? 0) + 1
+          if (status === 201) acks.posts.set(JSON.parse(body).id, 3)
+        }
       },
-      { method: 'GET', path: '/v1/posts?limit=20&tags=soak', onResponse: (status) => { statuses[status] = (statuses[status] ?? 0) + 1 } },
+      {
+        method: 'GET',
+        path: '/v1/posts?limit=20&tags=soak',
+        onResponse: status => {
+          statuses[status] = (statuses[status] ?? 0) + 1
+        }
+      },
       {
         method: 'POST',
         path: `/v1/posts/${s.baitPostId}/comments`,
         headers: { ...s.user, 'content-type': 'application/json' },
         body: JSON.stringify({ text: 'soak comment' }),
-        onResponse: (status, body) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 201) acks.comments.add(JSON.parse(body).id) }
+        onResponse: (status, body) => {
+          statuses[status] = (statuses[status] ?? 0) + 1
+          if (status === 201) acks.comments.add(JSON.parse(body).id)
+        }
       },
-      { method: 'GET', path: `/v1/posts/${s.baitPostId}`, onResponse: (status) => { statuses[status] = (statuses[status] ?? 0) + 1 } }
+      {
+        method: 'GET',
+        path: `/v1/posts/${s.baitPostId}`,
+        onResponse: status => {
+          statuses[status] = (statuses[status] ?? 0) + 1
+        }
+      }
     ]
   })
   const lostPosts = await missing(store, 'post', [...acks.posts.keys()])
@@ -221,7 +272,9 @@ function writers (port: number, s: Session, count: number) {
   const unanswered: string[] = []
   let running = true
   let i = 0
-  const note = (k: string) => { outcomes[k] = (outcomes[k] ?? 0) + 1 }
+  const note = (k: string) => {
+    outcomes[k] = (outcomes[k] ?? 0) + 1
+  }
   const loops = Array.from({ length: count }, async (_, w) => {
     while (running) {
       const n = i++
@@ -245,14 +298,25 @@ function writers (port: number, s: Session, count: number) {
       }
     }
   })
-  return { acks, outcomes, unanswered, stop: async () => { running = false; await Promise.all(loops) } }
+  return {
+    acks,
+    outcomes,
+    unanswered,
+    stop: async () => {
+      running = false
+      await Promise.all(loops)
+    }
+  }
 }
 
 /** How many writes that got no answer were nevertheless stored (processed, then the answer was lost). */
 async function processedUnanswered (store: Store, texts: string[]): Promise<number> {
   let n = 0
   for (const text of texts) {
-    const rows = await store.query('select (select count(*) from post where title = $1) + (select count(*) from comment where text = $2) as n', [text, text])
+    const rows = await store.query('select (select count(*) from post where title = $1) + (select count(*) from comment where text = $2) as n', [
+      text,
+      text
+    ])
     n += Number(rows[0].n)
   }
   return n
@@ -269,7 +333,7 @@ async function sigterm (dialect: string, server: Instance, store: Store, s: Sess
   await load.stop()
   if (!exit) server.child!.kill('SIGKILL')
   await server.start()
-  const lost = await missing(store, 'post', [...load.acks.posts.keys()]) + await missing(store, 'comment', [...load.acks.comments])
+  const lost = (await missing(store, 'post', [...load.acks.posts.keys()])) + (await missing(store, 'comment', [...load.acks.comments]))
   // a reset before the request was read is a refusal (the kernel's backlog at close); a reset of a
   // request the server had processed would be an accepted request that did not complete
   const dropped = await processedUnanswered(store, load.unanswered)
@@ -283,7 +347,8 @@ async function sigterm (dialect: string, server: Instance, store: Store, s: Sess
     lost,
     errors,
     ok: Boolean(exit) && exit!.code === 0 && exitMs <= GRACE_MS + 1000 && lost === 0 && errors === 0,
-    notes: `exit ${exit ? `code ${exit.code}` : 'none'} after ${exitMs} ms (grace ${GRACE_MS}); outcomes ${JSON.stringify(load.outcomes)}; ` +
+    notes:
+      `exit ${exit ? `code ${exit.code}` : 'none'} after ${exitMs} ms (grace ${GRACE_MS}); outcomes ${JSON.stringify(load.outcomes)}; ` +
       `refused before being read: ${load.unanswered.length - dropped}, processed but unanswered: ${dropped}`
   })
 }
@@ -296,7 +361,7 @@ async function kill9 (dialect: string, server: Instance, store: Store, s: Sessio
   await sleep(200)
   await load.stop()
   await server.start()
-  const lost = await missing(store, 'post', [...load.acks.posts.keys()]) + await missing(store, 'comment', [...load.acks.comments])
+  const lost = (await missing(store, 'post', [...load.acks.posts.keys()])) + (await missing(store, 'comment', [...load.acks.comments]))
   const half = await halfWritten(store)
   const noEmail = await alertsWithoutEmail(store)
   // the restarted worker delivers what was due; a message claimed at the kill waits out its lease
@@ -324,7 +389,8 @@ async function kill9 (dialect: string, server: Instance, store: Store, s: Sessio
     lost: lost + half + noEmail,
     errors: bad.reduce((a, [, v]) => a + v, 0),
     ok: lost === 0 && half === 0 && noEmail === 0 && delivering,
-    notes: `half-written posts ${half}, alerts without e-mail ${noEmail}, e-mails sent ${sent} (${sent - sentAtRestart} since the restart), still queued ${pending}, ` +
+    notes:
+      `half-written posts ${half}, alerts without e-mail ${noEmail}, e-mails sent ${sent} (${sent - sentAtRestart} since the restart), still queued ${pending}, ` +
       `claimed before the kill (redelivered when their lease ends) ${leased}; outcomes ${JSON.stringify(load.outcomes)}; ` +
       `unanswered at the kill but committed: ${await processedUnanswered(store, load.unanswered)} (a crash cannot answer; the client retries with Idempotency-Key)`
   })
@@ -332,7 +398,9 @@ async function kill9 (dialect: string, server: Instance, store: Store, s: Sessio
 
 async function dbOutage (dialect: string, server: Instance, store: Store, s: Session) {
   const answers: Record<string, number> = {}
-  const note = (k: string) => { answers[k] = (answers[k] ?? 0) + 1 }
+  const note = (k: string) => {
+    answers[k] = (answers[k] ?? 0) + 1
+  }
   let healthDown = false
   let clean = true
   let recoveredMs = -1
@@ -343,8 +411,10 @@ async function dbOutage (dialect: string, server: Instance, store: Store, s: Ses
       if (!healthDown) await sleep(200)
     }
     for (const [method, path, body, headers] of [
-      ['GET', '/v1/posts', undefined, {}], ['POST', '/v1/posts', { title: 'soak during outage', type: 'ARTICLE', tags: TAGS(0) }, s.creator],
-      ['GET', `/v1/posts/${s.baitPostId}`, undefined, {}], ['GET', '/v1/profiles/me', undefined, s.user]
+      ['GET', '/v1/posts', undefined, {}],
+      ['POST', '/v1/posts', { title: 'soak during outage', type: 'ARTICLE', tags: TAGS(0) }, s.creator],
+      ['GET', `/v1/posts/${s.baitPostId}`, undefined, {}],
+      ['GET', '/v1/profiles/me', undefined, s.user]
     ] as const) {
       for (let k = 0; k < 5; k++) {
         const res = await call(server.port, method, path, body, headers as Record<string, string>)
@@ -359,13 +429,19 @@ async function dbOutage (dialect: string, server: Instance, store: Store, s: Ses
   const t0 = Date.now()
   for (let i = 0; i < 150; i++) {
     const health = await call(server.port, 'GET', '/health').catch(() => undefined)
-    const write = health?.status === 200
-      ? await call(server.port, 'POST', '/v1/posts', { title: `soak after outage ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(1) }, s.creator)
-      : undefined
-    if (write?.status === 201) { recoveredMs = Date.now() - t0; break }
+    const write =
+      health?.status === 200
+        ? await call(server.port, 'POST', '/v1/posts', { title: `soak after outage ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(1) }, s.creator)
+        : undefined
+    if (write?.status === 201) {
+      recoveredMs = Date.now() - t0
+      break
+    }
     await sleep(200)
   }
-  const errors = Object.entries(answers).filter(([k]) => k !== '503').reduce((a, [, v]) => a + v, 0)
+  const errors = Object.entries(answers)
+    .filter(([k]) => k !== '503')
+    .reduce((a, [, v]) => a + v, 0)
   results.push({
     dialect,
     fault: 'database stopped and started',
@@ -387,7 +463,9 @@ async function overload (dialect: string, base: Record<string, string>, s: Sessi
   try {
     const before = rssBytes(server.pid!)
     let peak = before
-    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(server.pid!)) }, 100)
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssBytes(server.pid!))
+    }, 100)
     const statuses: Record<string, number> = {}
     let shedWithoutRetryAfter = 0
     const result = await autocannon({
@@ -397,19 +475,30 @@ async function overload (dialect: string, base: Record<string, string>, s: Sessi
       timeout: 20,
       headers: HTTPS,
       requests: [
-        { method: 'GET', path: '/v1/posts?limit=100', onResponse: (status, _b, _c, headers) => { statuses[status] = (statuses[status] ?? 0) + 1; if (status === 503 && !headers?.['retry-after']) shedWithoutRetryAfter++ } },
+        {
+          method: 'GET',
+          path: '/v1/posts?limit=100',
+          onResponse: (status, _b, _c, headers) => {
+            statuses[status] = (statuses[status] ?? 0) + 1
+            if (status === 503 && !headers?.['retry-after']) shedWithoutRetryAfter++
+          }
+        },
         {
           method: 'POST',
           path: '/v1/posts',
           headers: { ...s.creator, 'content-type': 'application/json' },
-          setupRequest: (req) => ({ ...req, body: JSON.stringify({ title: `soak overload ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(2) }) }),
-          onResponse: (status) => { statuses[status] = (statuses[status] ?? 0) + 1 }
+          setupRequest: req => ({ ...req, body: JSON.stringify({ title: `soak overload ${randomUUID()}`, type: 'ARTICLE', tags: TAGS(2) }) }),
+          onResponse: status => {
+            statuses[status] = (statuses[status] ?? 0) + 1
+          }
         }
       ]
     })
     clearInterval(sampler)
     const shed = statuses['503'] ?? 0
-    const other = Object.entries(statuses).filter(([k]) => !/^(200|201|503)$/.test(k)).reduce((a, [, v]) => a + v, 0)
+    const other = Object.entries(statuses)
+      .filter(([k]) => !/^(200|201|503)$/.test(k))
+      .reduce((a, [, v]) => a + v, 0)
     const ceiling = 1024 ** 3
     results.push({
       dialect,
@@ -434,7 +523,13 @@ async function bodies (dialect: string, server: Instance, s: Session) {
   const unknown = (base: object) => JSON.stringify({ ...base, ...Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`k${i}`, 1])) })
   const kinds: Array<[string, string, () => string, Record<string, string>, number]> = [
     ['valid post padded to 1 MB', '/v1/posts', () => JSON.stringify({ ...post, title: randomUUID() }).padEnd(1_000_000, ' '), s.creator, 201],
-    ['sign-up, 90,000 unknown properties (1 MB)', '/v1/profiles', () => unknown({ username: 'x', email: 'x@example.com', password: PASSWORD, first_name: 'X' }), {}, 413],
+    [
+      'sign-up, 90,000 unknown properties (1 MB)',
+      '/v1/profiles',
+      () => unknown({ username: 'x', email: 'x@example.com', password: PASSWORD, first_name: 'X' }),
+      {},
+      413
+    ],
     ['post, 100,000 tags', '/v1/posts', () => JSON.stringify({ ...post, tags: Array.from({ length: 100_000 }, () => 'x!') }), s.creator, 413],
     ['post, 90,000 unknown properties (1 MB)', '/v1/posts', () => unknown({ type: 'ARTICLE', title: 'Bodies' }), s.creator, 413]
   ]
@@ -445,9 +540,16 @@ async function bodies (dialect: string, server: Instance, s: Session) {
     const sent = Array.from({ length: 20 }, body)
     const before = cpuMs(server.pid!)!
     for (const b of sent) {
-      const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { ...HTTPS, ...headers, 'content-type': 'application/json' }, body: b })
+      const res = await fetch(`http://127.0.0.1:${server.port}${path}`, {
+        method: 'POST',
+        headers: { ...HTTPS, ...headers, 'content-type': 'application/json' },
+        body: b
+      })
       const size = (await res.arrayBuffer()).byteLength
-      if (res.status !== status || (status >= 400 && size > 16_384)) { errors++; if (errors === 1) notes.push(`${name}: ${res.status}, ${size} bytes`) }
+      if (res.status !== status || (status >= 400 && size > 16_384)) {
+        errors++
+        if (errors === 1) notes.push(`${name}: ${res.status}, ${size} bytes`)
+      }
     }
     cpu.push((cpuMs(server.pid!)! - before) / sent.length)
     notes.push(`${name}: ${cpu.at(-1)!.toFixed(1)} ms CPU a request (${status})`)
@@ -486,12 +588,16 @@ async function hostile (dialect: string, server: Instance, s: Session) {
     timeout: 30,
     requests: flood.map(r => ({
       ...r,
-      setupRequest: (req: CannonRequest) => ({ ...req, headers: { ...HTTPS, ...req.headers, 'x-forwarded-for': `203.0.113.${n++ % 3 + 1}` } }),
-      onResponse: (status: number) => { floodStatuses[status] = (floodStatuses[status] ?? 0) + 1 }
+      setupRequest: (req: CannonRequest) => ({ ...req, headers: { ...HTTPS, ...req.headers, 'x-forwarded-for': `203.0.113.${(n++ % 3) + 1}` } }),
+      onResponse: (status: number) => {
+        floodStatuses[status] = (floodStatuses[status] ?? 0) + 1
+      }
     }))
   })
   const statuses: Record<string, number> = {}
-  const count = (status: number) => { statuses[status] = (statuses[status] ?? 0) + 1 }
+  const count = (status: number) => {
+    statuses[status] = (statuses[status] ?? 0) + 1
+  }
   let i = 0
   const normalRun = autocannon({
     url,
@@ -501,13 +607,23 @@ async function hostile (dialect: string, server: Instance, s: Session) {
     headers: { ...HTTPS, 'x-forwarded-for': '198.51.100.1' },
     requests: [
       { method: 'GET', path: '/v1/posts?limit=20', onResponse: count },
-      { method: 'POST', path: '/v1/posts', headers: { ...s.creator, ...json }, setupRequest: (req) => ({ ...req, body: JSON.stringify({ title: `hostile ${i++} ${randomUUID()}`, type: 'ARTICLE' }) }), onResponse: count },
+      {
+        method: 'POST',
+        path: '/v1/posts',
+        headers: { ...s.creator, ...json },
+        setupRequest: req => ({ ...req, body: JSON.stringify({ title: `hostile ${i++} ${randomUUID()}`, type: 'ARTICLE' }) }),
+        onResponse: count
+      },
       { method: 'GET', path: `/v1/posts/${s.baitPostId}`, onResponse: count }
     ]
   })
   const [normal, flooded] = await Promise.all([normalRun, hostileRun])
-  const failed = Object.entries(statuses).filter(([k]) => Number(k) >= 500 || Number(k) < 200 || Number(k) >= 300).reduce((a, [, v]) => a + v, 0)
-  const fiveHundreds = Object.entries(floodStatuses).filter(([k]) => Number(k) >= 500).reduce((a, [, v]) => a + v, 0)
+  const failed = Object.entries(statuses)
+    .filter(([k]) => Number(k) >= 500 || Number(k) < 200 || Number(k) >= 300)
+    .reduce((a, [, v]) => a + v, 0)
+  const fiveHundreds = Object.entries(floodStatuses)
+    .filter(([k]) => Number(k) >= 500)
+    .reduce((a, [, v]) => a + v, 0)
   results.push({
     dialect,
     fault: `hostile flood (${SECONDS}s)`,
@@ -515,8 +631,14 @@ async function hostile (dialect: string, server: Instance, s: Session) {
     acknowledged: statuses['201'] ?? 0,
     lost: 0,
     errors: failed + normal.errors + normal.timeouts + fiveHundreds,
-    ok: failed === 0 && normal.errors + normal.timeouts === 0 && fiveHundreds === 0 && normal.latency.p99 <= HOSTILE_P99_MS && normal.requests.total > 0,
-    notes: `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms (bound ${HOSTILE_P99_MS}), statuses ${JSON.stringify(statuses)}; ` +
+    ok:
+      failed === 0 &&
+      normal.errors + normal.timeouts === 0 &&
+      fiveHundreds === 0 &&
+      normal.latency.p99 <= HOSTILE_P99_MS &&
+      normal.requests.total > 0,
+    notes:
+      `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms (bound ${HOSTILE_P99_MS}), statuses ${JSON.stringify(statuses)}; ` +
       `flood: ${flooded.requests.total} answered, statuses ${JSON.stringify(floodStatuses)}, connection errors ${flooded.errors}`
   })
 }
@@ -552,7 +674,16 @@ async function runDialect (dialect: string) {
     await server.stop(STOP_MS)
     if (PHASES.has('overload')) await overload(dialect, base, s)
   } catch (err) {
-    results.push({ dialect, fault: 'harness', requests: 0, acknowledged: 0, lost: 0, errors: 1, ok: false, notes: String((err as Error).stack ?? err).slice(0, 800) + (server ? `\n${server.log.join('').slice(-6000)}` : '') })
+    results.push({
+      dialect,
+      fault: 'harness',
+      requests: 0,
+      acknowledged: 0,
+      lost: 0,
+      errors: 1,
+      ok: false,
+      notes: String((err as Error).stack ?? err).slice(0, 800) + (server ? `\n${server.log.join('').slice(-6000)}` : '')
+    })
   } finally {
     await server?.stop(STOP_MS).catch(() => {})
     await store?.close().catch(() => {})
@@ -561,7 +692,17 @@ async function runDialect (dialect: string) {
 }
 
 for (const dialect of DIALECTS) await runDialect(dialect)
-console.table(results.map(r => ({ dialect: r.dialect, fault: r.fault, requests: r.requests, acknowledged: r.acknowledged, lost: r.lost, errors: r.errors, ok: r.ok ? 'yes' : 'NO' })))
+console.table(
+  results.map(r => ({
+    dialect: r.dialect,
+    fault: r.fault,
+    requests: r.requests,
+    acknowledged: r.acknowledged,
+    lost: r.lost,
+    errors: r.errors,
+    ok: r.ok ? 'yes' : 'NO'
+  }))
+)
 for (const r of results) console.log(`${r.dialect} / ${r.fault}: ${r.notes}`)
 writeFileSync(join(ROOT, 'soak-results.json'), JSON.stringify({ at: new Date().toISOString(), seconds: SECONDS, results }, null, 2) + '\n')
 process.exit(results.every(r => r.ok) ? 0 : 1)

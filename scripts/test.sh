@@ -103,14 +103,15 @@ printf 'extends: ../../package.json\nnode-arg: []\n' > "$JS/taprc"
 export TAP_RCFILE=$PWD/$JS/taprc
 compiled () { local f; for f in "$@"; do echo "$JS/${f%.ts}.js"; done; }
 
-# The type-check runs beside the tests (bundled without it), and fails npm test after them.
-# TEST_TYPECHECK=0 leaves it out (CI runs it earlier, while better-sqlite3 compiles).
+# The type-check and the linter run beside the tests (bundled without them), and fail npm test after them.
+# TEST_TYPECHECK=0 leaves them out (CI runs them earlier, while better-sqlite3 compiles).
 checked=$(mktemp)
 from=$SECONDS
 if [ "${TEST_TYPECHECK:-1}" = 0 ]; then
   echo "(left out: TEST_TYPECHECK=0)" > "$checked"; typecheck=0
 else
-  { npm run --silent typecheck > "$checked" 2>&1; code=$?; echo "== time: type-check: $((SECONDS - from)) s" >> "$checked"; exit $code; } & typecheck=$!
+  { npm run --silent typecheck > "$checked" 2>&1 && npm run --silent lint >> "$checked" 2>&1; code=$?
+    echo "== time: type-check and lint: $((SECONDS - from)) s" >> "$checked"; exit $code; } & typecheck=$!
 fi
 
 # What a person reads while the runs go on: one line per test file finished (its run, how many of
@@ -209,7 +210,7 @@ if [ ${#each[@]} -gt 0 ]; then
 fi
 status=0
 for i in "${!pids[@]}"; do wait "${pids[$i]}" || status=1; done
-echo "== type-check (tsc --noEmit)"
+echo "== type-check (tsc --noEmit) and lint (eslint, neostandard)"
 typed=0
 if [ "$typecheck" != 0 ]; then
   if wait $typecheck; then typed=1; else typed=-1; status=1; fi
@@ -234,7 +235,7 @@ if [ $status -ne 0 ]; then
     runs=$(grep -cE '^== (tests|secrets) ' "$out/$key.tap") sums=$(grep -cE '^# \{ total: [0-9]+' "$out/$key.tap")
     if [ "$sums" -lt "$runs" ]; then echo "  $key: a tap run printed no summary; its last lines:"; tail -30 "$out/$key.tap" | sed 's/^/    /'; fi
   done
-  [ $typed = -1 ] && echo "  the type-check (above)"
+  [ $typed = -1 ] && echo "  the type-check or the linter (above)"
   [ "$failed" -eq 0 ] && failed=1
 else
   rm -rf "$out"

@@ -100,7 +100,7 @@ export async function backup (config: Config, target: string): Promise<Manifest>
   if (missing.length > 0) {
     const some = missing.slice(0, 3).map(m => m.storage_key).join(', ')
     throw new BackupError(`the media of ${missing.length} rows could not be copied whole (${some}): ` +
-      `no manifest written, take the backup again`)
+      'no manifest written, take the backup again')
   }
 
   const files = [DATABASE_FILE, ...[...wanted].sort().map(key => `media/${key}`)]

@@ -29,23 +29,33 @@ const flagCommand = (change: (db: Db, username: string) => Promise<FlagChange>, 
 /** The command table: add a line here to add a command. */
 export const commands: Record<string, Command> = {
   'creator grant': {
-    usage: 'creator grant <username>', help: 'lets the user publish posts and open shops and classes', args: ['username'],
+    usage: 'creator grant <username>',
+    help: 'lets the user publish posts and open shops and classes',
+    args: ['username'],
     run: flagCommand(grantCreator, 'is now a creator', 'is already a creator')
   },
   'creator revoke': {
-    usage: 'creator revoke <username>', help: 'takes creator rights away (their posts stay)', args: ['username'],
+    usage: 'creator revoke <username>',
+    help: 'takes creator rights away (their posts stay)',
+    args: ['username'],
     run: flagCommand(revokeCreator, 'is no longer a creator', 'is not a creator')
   },
   'user ban': {
-    usage: 'user ban <username>', help: 'blocks the user at once, tokens already issued included', args: ['username'],
+    usage: 'user ban <username>',
+    help: 'blocks the user at once, tokens already issued included',
+    args: ['username'],
     run: flagCommand(banUser, 'is now banned', 'is already banned')
   },
   'user unban': {
-    usage: 'user unban <username>', help: 'lets a banned user sign in again', args: ['username'],
+    usage: 'user unban <username>',
+    help: 'lets a banned user sign in again',
+    args: ['username'],
     run: flagCommand(unbanUser, 'is no longer banned', 'is not banned')
   },
   'user revoke-tokens': {
-    usage: 'user revoke-tokens <username>', help: 'ends every access token issued so far (the user signs in again)', args: ['username'],
+    usage: 'user revoke-tokens <username>',
+    help: 'ends every access token issued so far (the user signs in again)',
+    args: ['username'],
     run: async (db, [username]) => `${(await revokeTokens(db, username)).username}: every access token issued so far is revoked`
   },
   'user delete': {

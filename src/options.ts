@@ -13,7 +13,10 @@ import { isCalendarDate, isLenientDateTime } from './db/date-time-format.js'
  * The one options factory for production and tests: logging with redaction,
  * proxy trust, TLS, body limit and the validators with Roja's formats.
  */
-export function serverOptions (config: Config, overrides: Partial<FastifyServerOptions> = {}): FastifyServerOptions & { https?: { cert: Buffer, key: Buffer }, http?: object } {
+export function serverOptions (
+  config: Config,
+  overrides: Partial<FastifyServerOptions> = {}
+): FastifyServerOptions & { https?: { cert: Buffer; key: Buffer }; http?: object } {
   return {
     logger: {
       level: config.LOG_LEVEL,
@@ -24,10 +27,24 @@ export function serverOptions (config: Config, overrides: Partial<FastifyServerO
       // `busboyOptions.headers`), as wildcards are dear. None under `req`: its serializer above is its
       // rule, and a path there would clone every request line. `npm test`'s log scan catches a missed shape.
       redact: {
-        paths: ['headers.authorization', 'headers.cookie',
-          'busboyOptions.headers.authorization', 'busboyOptions.headers.cookie', 'password', 'body.password',
-          'current_password', 'new_password', 'body.current_password', 'body.new_password',
-          'err.password', 'access_token', 'body.access_token', 'jwtSecret', 'JWT_SECRET', 'config.JWT_SECRET'],
+        paths: [
+          'headers.authorization',
+          'headers.cookie',
+          'busboyOptions.headers.authorization',
+          'busboyOptions.headers.cookie',
+          'password',
+          'body.password',
+          'current_password',
+          'new_password',
+          'body.current_password',
+          'body.new_password',
+          'err.password',
+          'access_token',
+          'body.access_token',
+          'jwtSecret',
+          'JWT_SECRET',
+          'config.JWT_SECRET'
+        ],
         censor: '[redacted]'
       },
       // pretty: for people at a terminal (npm run dev); pino-pretty runs in a worker thread.
@@ -109,7 +126,10 @@ class OneLinePerRequest extends LogController {
     // A problem answer adds its code to the same line (and a 5xx its error, at level error).
     const problem = problemOf(request)
     if (error || problem?.err) {
-      reply.log.error({ req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime }, 'request failed')
+      reply.log.error(
+        { req: request, res: reply, err: error ?? problem?.err, problem: problem?.code, responseTime: reply.elapsedTime },
+        'request failed'
+      )
       return
     }
     const quiet = QUIET_ROUTES.has(request.routeOptions.url ?? '')
@@ -165,7 +185,7 @@ export function isMediaUrl (value: string, hosts: ReadonlySet<string>, schemes: 
 function validatorFactory (config: Config) {
   // Fastify asks once per encapsulated context; ours all share the root's schemas, so one set of three Ajv
   // serves all: bodies' first issue, bodies' every issue, and the coercing one for path, query and headers.
-  const byIds = new Map<string, { first: Ajv, strict: Ajv, coercing: Ajv }>()
+  const byIds = new Map<string, { first: Ajv; strict: Ajv; coercing: Ajv }>()
   return (externalSchemas: Record<string, unknown> = {}) => {
     const ids = Object.keys(externalSchemas).sort().join('\n')
     let set = byIds.get(ids)
@@ -179,13 +199,13 @@ function validatorFactory (config: Config) {
       byIds.set(ids, set)
     }
     const { first, strict, coercing } = set
-    const compile = ({ schema, httpPart }: { schema: object, httpPart?: string }) =>
+    const compile = ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
       httpPart === 'body' ? firstIssueFirst(first.compile(schema), () => strict.compile(schema)) : coercing.compile(schema)
     return config.SCHEMA_COMPILE === 'lazy' ? lazy(compile) : compile
   }
 }
 
-type Validate = ((data: unknown, context?: any) => unknown) & { errors?: unknown, schemaEnv?: unknown }
+type Validate = ((data: unknown, context?: any) => unknown) & { errors?: unknown; schemaEnv?: unknown }
 
 /** A failing body of at most this many values is checked again for all its issues. */
 const LISTED_VALUES = 2000
@@ -200,7 +220,7 @@ function firstIssueFirst (first: Validate, every: () => Validate): Validate {
   const wrapper: Validate = (data, context) => {
     if (first(data, context) === true) return true
     if (valuesUpTo(data, LISTED_VALUES) > LISTED_VALUES) {
-      wrapper.errors = Object.assign([...first.errors as unknown[]], { firstOnly: true })
+      wrapper.errors = Object.assign([...(first.errors as unknown[])], { firstOnly: true })
       return false
     }
     all ??= every()

@@ -18,7 +18,10 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const NEW_PASSWORD = 'a much longer new passphrase'
 
 /** The little of playwright-core this file uses, so it type-checks whether or not the package is installed. */
-interface ConsoleMessage { type: () => string, text: () => string }
+interface ConsoleMessage {
+  type: () => string
+  text: () => string
+}
 interface Page {
   goto: (url: string) => Promise<{ status: () => number } | null>
   on: (event: 'console' | 'pageerror', listener: (arg: any) => void) => void
@@ -29,21 +32,30 @@ interface Page {
   waitForLoadState: (state: 'load' | 'networkidle') => Promise<void>
   textContent: (selector: string) => Promise<string | null>
   url: () => string
-  screenshot: (opts: { path: string, fullPage?: boolean }) => Promise<unknown>
+  screenshot: (opts: { path: string; fullPage?: boolean }) => Promise<unknown>
 }
-interface Context { newPage: () => Promise<Page>, close: () => Promise<void> }
-interface Browser { newContext: (opts: { javaScriptEnabled: boolean }) => Promise<Context>, close: () => Promise<void> }
-interface Chromium { launch: (opts: { executablePath: string, headless: boolean, args?: string[] }) => Promise<Browser> }
+interface Context {
+  newPage: () => Promise<Page>
+  close: () => Promise<void>
+}
+interface Browser {
+  newContext: (opts: { javaScriptEnabled: boolean }) => Promise<Context>
+  close: () => Promise<void>
+}
+interface Chromium {
+  launch: (opts: { executablePath: string; headless: boolean; args?: string[] }) => Promise<Browser>
+}
 
 async function launch (t: Test): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is missing at ${CHROMIUM}: install it with \`apt-get install chromium\` (Debian), ` +
-      'or set CHROMIUM_PATH to a Chromium binary')
+    throw new Error(
+      `Chromium is missing at ${CHROMIUM}: install it with \`apt-get install chromium\` (Debian), ` + 'or set CHROMIUM_PATH to a Chromium binary'
+    )
   }
   let chromium: Chromium
   try {
     const name = 'playwright-core'
-    chromium = (await import(name) as { chromium: Chromium }).chromium
+    chromium = ((await import(name)) as { chromium: Chromium }).chromium
   } catch (err) {
     throw new Error(`playwright-core is not installed: \`npm install -D playwright-core\` (${(err as Error).message})`)
   }
@@ -52,7 +64,15 @@ async function launch (t: Test): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync'
+    ]
   })
   t.teardown(() => browser.close())
   return browser
@@ -63,7 +83,7 @@ mkdirSync(shots, { recursive: true })
 t.comment(`screenshots: ${shots}`)
 
 /** A page whose console is watched: CSP violations, errors and uncaught exceptions are collected. */
-async function watchedPage (t: Test, browser: Browser, javaScriptEnabled: boolean): Promise<{ page: Page, problems: string[] }> {
+async function watchedPage (t: Test, browser: Browser, javaScriptEnabled: boolean): Promise<{ page: Page; problems: string[] }> {
   const context = await browser.newContext({ javaScriptEnabled })
   t.teardown(() => context.close())
   const page = await context.newPage()
@@ -78,7 +98,7 @@ async function watchedPage (t: Test, browser: Browser, javaScriptEnabled: boolea
   return { page, problems }
 }
 
-async function listening (t: Test, env: Record<string, string> = {}): Promise<{ app: FastifyInstance, origin: string }> {
+async function listening (t: Test, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; origin: string }> {
   const app = await build(t, { env })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address() as { port: number }
@@ -88,7 +108,7 @@ async function listening (t: Test, env: Record<string, string> = {}): Promise<{ 
 /** The mailed link, pointed at the port this app listens on. */
 const onServer = (origin: string, link: URL) => `${origin}${link.pathname}${link.search}`
 
-t.test('the verification page, with JavaScript on and off', async (t) => {
+t.test('the verification page, with JavaScript on and off', async t => {
   const browser = await launch(t)
   const { app, origin } = await listening(t)
   for (const js of [true, false]) {
@@ -110,7 +130,7 @@ t.test('the verification page, with JavaScript on and off', async (t) => {
   }
 })
 
-t.test('the password-reset page, with JavaScript on and off', async (t) => {
+t.test('the password-reset page, with JavaScript on and off', async t => {
   const browser = await launch(t)
   const { app, origin } = await listening(t)
   for (const js of [true, false]) {
@@ -135,7 +155,7 @@ t.test('the password-reset page, with JavaScript on and off', async (t) => {
   }
 })
 
-t.test('the interactive docs at /docs render their operations', async (t) => {
+t.test('the interactive docs at /docs render their operations', async t => {
   const browser = await launch(t)
   // /docs is served in local and staging only
   const { origin } = await listening(t, { ENVIRONMENT: 'local' })

@@ -10,9 +10,16 @@ import { build, json } from './helper.js'
  * One client, one count: every limit (the rate limits, the password limit, the connection cap)
  * counts an address in one spelling, and an IPv6 client by its /64 (RATE_LIMIT_IPV6_PREFIX).
  */
-const IPV4_SPELLINGS = ['203.0.113.77', '::ffff:203.0.113.77', '::ffff:cb00:714d', '0:0:0:0:0:ffff:cb00:714d', '::FFFF:CB00:714D', '0000:0000:0000:0000:0000:ffff:203.0.113.77']
+const IPV4_SPELLINGS = [
+  '203.0.113.77',
+  '::ffff:203.0.113.77',
+  '::ffff:cb00:714d',
+  '0:0:0:0:0:ffff:cb00:714d',
+  '::FFFF:CB00:714D',
+  '0000:0000:0000:0000:0000:ffff:203.0.113.77'
+]
 
-t.test('clientKey: IPv4 in any spelling is itself; IPv6 is its network', async (t) => {
+t.test('clientKey: IPv4 in any spelling is itself; IPv6 is its network', async t => {
   for (const spelling of IPV4_SPELLINGS) t.equal(clientKey(spelling), '203.0.113.77', spelling)
   const cases: Array<[string, string]> = [
     ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
@@ -38,7 +45,7 @@ t.test('clientKey: IPv4 in any spelling is itself; IPv6 is its network', async (
 const wrongPassword = (app: Awaited<ReturnType<typeof build>>, remoteAddress: string) =>
   app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress, payload: { username: 'victim', password: 'wrong password' } })
 
-t.test('the password limit: addresses of one /64 share AUTH_RATE_LIMIT_MAX; another /64 has its own', async (t) => {
+t.test('the password limit: addresses of one /64 share AUTH_RATE_LIMIT_MAX; another /64 has its own', async t => {
   const app = await build(t, { env: { AUTH_RATE_LIMIT_MAX: '10' } })
   await createUser(app, { username: 'victim' })
   const statuses: number[] = []
@@ -47,7 +54,7 @@ t.test('the password limit: addresses of one /64 share AUTH_RATE_LIMIT_MAX; anot
   t.equal((await wrongPassword(app, '2001:db8:1:3::1')).statusCode, 401, 'the next /64 is another client')
 })
 
-t.test('the password limit: the spellings of one IPv4 address share one count', async (t) => {
+t.test('the password limit: the spellings of one IPv4 address share one count', async t => {
   const app = await build(t, { env: { AUTH_RATE_LIMIT_MAX: '10' } })
   await createUser(app, { username: 'victim' })
   const statuses: number[] = []
@@ -56,7 +63,7 @@ t.test('the password limit: the spellings of one IPv4 address share one count', 
   t.equal((await wrongPassword(app, '203.0.113.78')).statusCode, 401, 'the next address is another client')
 })
 
-t.test('the general limit counts a /64 as one client, and RATE_LIMIT_IPV6_PREFIX=128 each address', async (t) => {
+t.test('the general limit counts a /64 as one client, and RATE_LIMIT_IPV6_PREFIX=128 each address', async t => {
   const grouped = await build(t, { env: { RATE_LIMIT_MAX: '3' } })
   const get = (app: typeof grouped, remoteAddress: string) => app.inject({ method: 'GET', url: '/version', remoteAddress })
   for (const n of [1, 2, 3]) t.equal((await get(grouped, `2001:db8:9:9::${n}`)).statusCode, 200)
@@ -72,11 +79,17 @@ t.test('the general limit counts a /64 as one client, and RATE_LIMIT_IPV6_PREFIX
 /** A socket as the cap sees one: an address, destroy(), a close event. */
 class FakeSocket extends EventEmitter {
   destroyed = false
-  constructor (readonly remoteAddress: string) { super() }
-  destroy () { this.destroyed = true; this.emit('close') }
+  constructor (readonly remoteAddress: string) {
+    super()
+  }
+
+  destroy () {
+    this.destroyed = true
+    this.emit('close')
+  }
 }
 
-t.test('the connection cap counts a /64, and every spelling of an IPv4 address, as one peer', async (t) => {
+t.test('the connection cap counts a /64, and every spelling of an IPv4 address, as one peer', async t => {
   const server = new EventEmitter()
   const exempt = new BlockList()
   exempt.addAddress('10.0.0.5', 'ipv4')
@@ -87,13 +100,24 @@ t.test('the connection cap counts a /64, and every spelling of an IPv4 address, 
     return socket
   }
   const six = ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3', '2001:db8:1:2::4'].map(connect)
-  t.same(six.map(s => s.destroyed), [false, false, false, true], 'the fourth address of the /64 is cut')
+  t.same(
+    six.map(s => s.destroyed),
+    [false, false, false, true],
+    'the fourth address of the /64 is cut'
+  )
   t.notOk(connect('2001:db8:1:3::1').destroyed, 'another /64 is not')
   six[0].destroy()
   t.notOk(connect('2001:db8:1:2::9').destroyed, 'once one closes, the network may connect again')
 
   const four = IPV4_SPELLINGS.slice(0, 4).map(connect)
-  t.same(four.map(s => s.destroyed), [false, false, false, true], 'the spellings of one IPv4 address are one peer')
+  t.same(
+    four.map(s => s.destroyed),
+    [false, false, false, true],
+    'the spellings of one IPv4 address are one peer'
+  )
   const proxy = Array.from({ length: 5 }, () => connect('::ffff:10.0.0.5'))
-  t.ok(proxy.every(s => !s.destroyed), 'a trusted proxy is exempt, however its address is written')
+  t.ok(
+    proxy.every(s => !s.destroyed),
+    'a trusted proxy is exempt, however its address is written'
+  )
 })

@@ -7,12 +7,45 @@ import type { FastifyInstance } from 'fastify'
 import type { TestUser } from './fixtures.js'
 
 export type Schema = Record<string, any>
-export interface Operation { version: string, method: string, path: string, op: Schema }
+export interface Operation {
+  version: string
+  method: string
+  path: string
+  op: Schema
+}
 const METHODS = ['get', 'post', 'put', 'delete', 'patch'] as const
 export const MEDIA_BASE = 'http://127.0.0.1:3000'
-export const MALFORMED_IDS = ['not-a-uuid', '../../etc/passwd', '..%2F..%2Fetc%2Fpasswd', "' OR 1=1 --", ';drop table post', '0', '-1',
-  'a'.repeat(201), '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b1', '7f1d3c1e8b1a4c399a0e2f1c7e5d9b10', '%00', '\u0000', '😀', 'null', '{}']
-export const NASTY_STRINGS = ["' OR 1=1 --", ';drop table post', '\u0000', '😀👍🏽', 'ß\u0301\u202e', '%s%n', '<script>', '../', 'x'.repeat(70000), '  ', '\\', '"']
+export const MALFORMED_IDS = [
+  'not-a-uuid',
+  '../../etc/passwd',
+  '..%2F..%2Fetc%2Fpasswd',
+  "' OR 1=1 --",
+  ';drop table post',
+  '0',
+  '-1',
+  'a'.repeat(201),
+  '7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b1',
+  '7f1d3c1e8b1a4c399a0e2f1c7e5d9b10',
+  '%00',
+  '\u0000',
+  '😀',
+  'null',
+  '{}'
+]
+export const NASTY_STRINGS = [
+  "' OR 1=1 --",
+  ';drop table post',
+  '\u0000',
+  '😀👍🏽',
+  'ß\u0301\u202e',
+  '%s%n',
+  '<script>',
+  '../',
+  'x'.repeat(70000),
+  '  ',
+  '\\',
+  '"'
+]
 
 /** Every operation of a document; multipart-only operations are left out (they need streamed bodies). */
 export function operationsOf (doc: Schema, version: string): Operation[] {
@@ -48,10 +81,14 @@ export class Gen {
     const types: string[] = Array.isArray(s.type) ? s.type : [s.type ?? 'string']
     if (types.length > 1) return fc.oneof(...types.map(type => this.valid({ ...s, type }, simple)))
     switch (types[0]) {
-      case 'null': return fc.constant(null)
-      case 'boolean': return fc.boolean()
-      case 'integer': return fc.integer({ min: lower(s, -1e6), max: upper(s, 1e6) })
-      case 'number': return fc.double({ min: lower(s, -1e6), max: upper(s, 1e6), noNaN: true, noDefaultInfinity: true })
+      case 'null':
+        return fc.constant(null)
+      case 'boolean':
+        return fc.boolean()
+      case 'integer':
+        return fc.integer({ min: lower(s, -1e6), max: upper(s, 1e6) })
+      case 'number':
+        return fc.double({ min: lower(s, -1e6), max: upper(s, 1e6), noNaN: true, noDefaultInfinity: true })
       case 'array': {
         const item = this.valid(s.items ?? {}, simple)
         const c = { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) }
@@ -61,7 +98,8 @@ export class Gen {
         const props = Object.fromEntries(Object.entries<Schema>(s.properties ?? {}).map(([k, v]) => [k, this.valid(v, simple)]))
         return fc.record(props, { requiredKeys: (s.required ?? []).filter((k: string) => k in props) })
       }
-      default: return this.string(s, simple)
+      default:
+        return this.string(s, simple)
     }
   }
 
@@ -69,23 +107,30 @@ export class Gen {
     const min = s.minLength ?? 0
     const max = Math.min(s.maxLength ?? 40, 40)
     switch (s.format) {
-      case 'uuid': return fc.uuid({ version: 4 })
-      case 'email': return fc.stringMatching(/^[a-z]{1,12}@example\.com$/)
-      case 'uri': case 'url': return fc.stringMatching(/^https:\/\/example\.com\/[a-z]{0,10}$/)
-      case 'media-url': return fc.uuid({ version: 4 }).map(id => `${MEDIA_BASE}/v1/media/${id}`)
-      case 'date': return fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }).map(d => d.toISOString().slice(0, 10))
-      case 'date-time': case 'lenient-date-time':
+      case 'uuid':
+        return fc.uuid({ version: 4 })
+      case 'email':
+        return fc.stringMatching(/^[a-z]{1,12}@example\.com$/)
+      case 'uri':
+      case 'url':
+        return fc.stringMatching(/^https:\/\/example\.com\/[a-z]{0,10}$/)
+      case 'media-url':
+        return fc.uuid({ version: 4 }).map(id => `${MEDIA_BASE}/v1/media/${id}`)
+      case 'date':
+        return fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }).map(d => d.toISOString().slice(0, 10))
+      case 'date-time':
+      case 'lenient-date-time':
         return fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }).map(d => d.toISOString())
     }
     if (s.pattern) {
-      return fc.stringMatching(new RegExp(s.pattern), { size: 'small' })
+      return fc
+        .stringMatching(new RegExp(s.pattern), { size: 'small' })
         .filter(v => [...v].length >= min && [...v].length <= (s.maxLength ?? Infinity))
     }
     if (simple) return fc.stringMatching(new RegExp(`^[a-z][a-z0-9]{${Math.max(0, min - 1)},${Math.max(min, Math.min(max, 12)) - 1}}$`))
-    return fc.oneof(
-      fc.string({ minLength: min, maxLength: max, unit: 'grapheme-ascii' }),
-      fc.string({ minLength: min, maxLength: max, unit: 'grapheme' })
-    ).filter(v => [...v].length >= min && [...v].length <= (s.maxLength ?? Infinity))
+    return fc
+      .oneof(fc.string({ minLength: min, maxLength: max, unit: 'grapheme-ascii' }), fc.string({ minLength: min, maxLength: max, unit: 'grapheme' }))
+      .filter(v => [...v].length >= min && [...v].length <= (s.maxLength ?? Infinity))
   }
 
   /** A value that is (usually) wrong for the schema; the oracle decides whether it really is. */
@@ -124,8 +169,12 @@ function upper (s: Schema, fallback: number) {
 export async function seed (app: FastifyInstance, doc: Schema, gen: Gen, creator: TestUser, user: TestUser) {
   const ids: Record<string, string[]> = { profileId: [creator.id, user.id], userId: [creator.id, user.id] }
   const paths = Object.keys(doc.paths ?? {})
-  const childParam = (path: string) => paths.find(p => p.startsWith(`${path}/{`))?.slice(path.length + 2).split('}')[0]
-  const remember = (param: string, item: { id?: string, type?: string }) => {
+  const childParam = (path: string) =>
+    paths
+      .find(p => p.startsWith(`${path}/{`))
+      ?.slice(path.length + 2)
+      .split('}')[0]
+  const remember = (param: string, item: { id?: string; type?: string }) => {
     if (!item?.id) return
     ;(ids[param] ??= []).push(item.id)
     // a course is a post of type COURSE
@@ -135,7 +184,10 @@ export async function seed (app: FastifyInstance, doc: Schema, gen: Gen, creator
     let ok = true
     const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => {
       const known = ids[name]
-      if (!known?.length) { ok = false; return 'x' }
+      if (!known?.length) {
+        ok = false
+        return 'x'
+      }
       return known[0]
     })
     return ok ? url : undefined

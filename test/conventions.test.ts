@@ -5,8 +5,20 @@ import t, { type Test } from 'tap'
 import { ListOf, PageQuery, DateTime, DateTimeInput, DateOnly, Params, Uuid, ref } from '../schemas/common.js'
 import { Problem, errorResponses } from '../schemas/problems.js'
 import {
-  DECLARED, checkAll, checkCollections, checkLists, checkPathParams, checkPaths, checkProperties, checkQueryNames, checkRouteSchemas,
-  checkTables, formatFindings, type Finding, type RouteInfo, type SchemaMap
+  DECLARED,
+  checkAll,
+  checkCollections,
+  checkLists,
+  checkPathParams,
+  checkPaths,
+  checkProperties,
+  checkQueryNames,
+  checkRouteSchemas,
+  checkTables,
+  formatFindings,
+  type Finding,
+  type RouteInfo,
+  type SchemaMap
 } from '../scripts/conventions/check.js'
 import { collectRoutes, collectSchemas, collectTables } from '../scripts/conventions/collect.js'
 import { checkApp } from '../scripts/conventions/run.js'
@@ -14,13 +26,13 @@ import { createDb } from '../src/db/dialect.js'
 import { freshDatabase, testConfig, testFastify, whileMigrating } from './helper.js'
 
 // checkApp migrates the database: under the lock that keeps other files from dropping their schemas meanwhile
-t.test('the real app has no findings', async (t) => {
+t.test('the real app has no findings', async t => {
   const database = await freshDatabase(t)
   const findings = await whileMigrating(() => checkApp(testConfig({}, database.url), database.schema))
   t.same(findings, [], formatFindings(findings))
 })
 
-t.test('the real app as local runs it (docs routes included) has no findings', async (t) => {
+t.test('the real app as local runs it (docs routes included) has no findings', async t => {
   const database = await freshDatabase(t)
   const findings = await whileMigrating(() => checkApp(testConfig({ ENVIRONMENT: 'local' }, database.url), database.schema))
   t.same(findings, [], formatFindings(findings))
@@ -44,7 +56,7 @@ function schema (overrides: Record<string, unknown> = {}, param = 'thingId') {
 }
 
 /** A bare Fastify with the shared schemas, the routes `add` registers, and their table. */
-async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ routes: RouteInfo[], schemas: SchemaMap }> {
+async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ routes: RouteInfo[]; schemas: SchemaMap }> {
   const fastify = testFastify(testConfig()) // the real validators (custom formats)
   t.teardown(() => fastify.close())
   const routes = collectRoutes(fastify)
@@ -57,7 +69,7 @@ async function table (t: Test, add: (f: FastifyInstance) => void): Promise<{ rou
 const handler = async () => ({})
 const rules = (findings: Finding[]) => findings.map(f => `${f.rule} ${f.where}`).sort()
 
-t.test('path rules', async (t) => {
+t.test('path rules', async t => {
   const { routes } = await table(t, f => {
     f.get('/v1/things/:thingId', { schema: schema() }, handler) // good
     f.get('/v1/users/me/things', { schema: schema() }, handler) // good: `me` is an alias of the caller's id
@@ -84,7 +96,7 @@ t.test('path rules', async (t) => {
   ])
 })
 
-t.test('a path parameter has one name everywhere', async (t) => {
+t.test('a path parameter has one name everywhere', async t => {
   const { routes } = await table(t, f => {
     f.get('/v1/profiles/:profileId', { schema: schema() }, handler) // good
     f.get('/v1/creators/:profileId', { schema: schema() }, handler) // good: the declared alias
@@ -103,7 +115,7 @@ t.test('a path parameter has one name everywhere', async (t) => {
   ])
 })
 
-t.test('a collection that takes POST has GET, PUT, PATCH and DELETE on its items, or a declared exception', async (t) => {
+t.test('a collection that takes POST has GET, PUT, PATCH and DELETE on its items, or a declared exception', async t => {
   const item = (f: FastifyInstance, url: string, methods: string[]) => {
     for (const method of methods) f.route({ method, url, schema: schema(), handler })
   }
@@ -134,8 +146,7 @@ t.test('a collection that takes POST has GET, PUT, PATCH and DELETE on its items
   t.same(rules(all.filter(f => f.rule === 'collection-pattern')), rules(findings), 'checkAll runs the rule')
 
   const declared = { '/widgets': { without: ['DELETE'], reason: 'widgets are forever' } }
-  t.same(rules(checkCollections(routes, declared)), ['collection-pattern POST /v1/gadgets'],
-    'a declared exception lets its methods out, no others')
+  t.same(rules(checkCollections(routes, declared)), ['collection-pattern POST /v1/gadgets'], 'a declared exception lets its methods out, no others')
   const tooLittle = { '/widgets': { without: ['PUT'], reason: 'not the missing one' } }
   t.same(rules(checkCollections(routes, tooLittle)), ['collection-pattern POST /v1/gadgets', 'collection-pattern POST /v1/widgets'])
 
@@ -144,7 +155,7 @@ t.test('a collection that takes POST has GET, PUT, PATCH and DELETE on its items
   }
 })
 
-t.test('every route has request and response schemas, catalogue errors, an operationId and tags', async (t) => {
+t.test('every route has request and response schemas, catalogue errors, an operationId and tags', async t => {
   const { routes, schemas } = await table(t, f => {
     f.get('/v1/things/:thingId', { schema: schema({ operationId: 'getThing' }) }, handler) // good
     f.get('/v1/things/:thingId/parts', { schema: schema({ operationId: 'getThing' }) }, handler) // duplicate operationId
@@ -153,8 +164,21 @@ t.test('every route has request and response schemas, catalogue errors, an opera
     f.post('/v1/gadgets', { schema: schema({ params: undefined }) }, handler) // no body schema
     f.put('/v1/gizmos/:gizmoId', { schema: schema({ body: Type.Object({ name: Type.String() }) }, 'gizmoId') }, handler) // body lets unknown properties in
     f.get('/v1/doodads/:doodadId', { schema: schema({ response: { ...errorResponses('ValidationFailed') } }, 'doodadId') }, handler) // no 2xx
-    f.get('/v1/knobs/:knobId', { schema: schema({ response: { 200: ref(Thing), 404: Type.Object({ message: Type.String() }), ...errorResponses('ValidationFailed') } }, 'knobId') }, handler) // 404 not a Problem
-    f.get('/v1/dials/:dialId', { schema: schema({ response: { 200: ref(Thing), 418: ref(Problem), ...errorResponses('ValidationFailed') } }, 'dialId') }, handler) // not in the catalogue
+    f.get(
+      '/v1/knobs/:knobId',
+      {
+        schema: schema(
+          { response: { 200: ref(Thing), 404: Type.Object({ message: Type.String() }), ...errorResponses('ValidationFailed') } },
+          'knobId'
+        )
+      },
+      handler
+    ) // 404 not a Problem
+    f.get(
+      '/v1/dials/:dialId',
+      { schema: schema({ response: { 200: ref(Thing), 418: ref(Problem), ...errorResponses('ValidationFailed') } }, 'dialId') },
+      handler
+    ) // not in the catalogue
     f.get('/v1/cogs/:cogId', { schema: schema({ response: { 200: ref(Thing) } }, 'cogId') }, handler) // input but no 422
     f.get('/v1/pins/:pinId', { schema: schema({ security: [{ bearerAuth: [] }] }, 'pinId') }, handler) // authenticated, no 401/403
     f.get('/v1/nuts/:nutId', { schema: schema({ hide: true }, 'nutId') }, handler) // hidden from the contract
@@ -177,18 +201,32 @@ t.test('every route has request and response schemas, catalogue errors, an opera
   ])
 })
 
-t.test('every list route takes bounded limit and offset and answers a named array plus total', async (t) => {
-  const listSchema = (overrides: Record<string, unknown>) => schema({
-    params: Params({}),
-    querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
-    response: { 200: ref(ThingList), ...errorResponses('ValidationFailed') },
-    ...overrides
-  })
+t.test('every list route takes bounded limit and offset and answers a named array plus total', async t => {
+  const listSchema = (overrides: Record<string, unknown>) =>
+    schema({
+      params: Params({}),
+      querystring: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+      response: { 200: ref(ThingList), ...errorResponses('ValidationFailed') },
+      ...overrides
+    })
   const { routes, schemas } = await table(t, f => {
     f.get('/v1/things', { schema: listSchema({}) }, handler) // good
-    f.get('/v2/things', { schema: listSchema({ querystring: Type.Object({ limit: PageQuery.limit, cursor: Type.Optional(Type.String()) }) }) }, handler) // good: keyset
+    f.get(
+      '/v2/things',
+      { schema: listSchema({ querystring: Type.Object({ limit: PageQuery.limit, cursor: Type.Optional(Type.String()) }) }) },
+      handler
+    ) // good: keyset
     f.get('/v1/widgets', { schema: listSchema({}) }, handler) // answers `things`, not `widgets`
-    f.get('/v1/gadgets', { schema: listSchema({ querystring: Type.Object({ limit: Type.Integer(), offset: Type.Integer() }), response: { 200: Type.Object({ gadgets: Type.Array(ref(Thing)), total: Type.Number() }) } }) }, handler)
+    f.get(
+      '/v1/gadgets',
+      {
+        schema: listSchema({
+          querystring: Type.Object({ limit: Type.Integer(), offset: Type.Integer() }),
+          response: { 200: Type.Object({ gadgets: Type.Array(ref(Thing)), total: Type.Number() }) }
+        })
+      },
+      handler
+    )
     f.get('/v1/gizmos', { schema: listSchema({ querystring: undefined, response: { 200: Type.Array(ref(Thing)) } }) }, handler)
   })
   t.same(rules(checkLists(routes, schemas)), [
@@ -203,53 +241,96 @@ t.test('every list route takes bounded limit and offset and answers a named arra
   ])
 })
 
-t.test('JSON properties are snake_case and *_at properties use the shared DateTime', async (t) => {
+t.test('JSON properties are snake_case and *_at properties use the shared DateTime', async t => {
   const { routes, schemas } = await table(t, f => {
-    f.post('/v1/things', {
-      schema: schema({
-        params: undefined,
-        body: Type.Object({ published_at: DateTimeInput, starts_date: DateOnly, firstName: Type.String(), sent_at: Type.String({ format: 'date-time' }), ends_date: Type.String() }),
-        response: {
-          200: Type.Object({ createdAt: DateTime, updated_at: Type.String(), deleted_at: Type.Union([DateTime, Type.Null()]), nested: Type.Object({ Bad: Type.String() }), seen_at: DateTimeInput })
-        }
-      })
-    }, handler)
+    f.post(
+      '/v1/things',
+      {
+        schema: schema({
+          params: undefined,
+          body: Type.Object({
+            published_at: DateTimeInput,
+            starts_date: DateOnly,
+            firstName: Type.String(),
+            sent_at: Type.String({ format: 'date-time' }),
+            ends_date: Type.String()
+          }),
+          response: {
+            200: Type.Object({
+              createdAt: DateTime,
+              updated_at: Type.String(),
+              deleted_at: Type.Union([DateTime, Type.Null()]),
+              nested: Type.Object({ Bad: Type.String() }),
+              seen_at: DateTimeInput
+            })
+          }
+        })
+      },
+      handler
+    )
   })
-  t.same(checkProperties(routes, schemas).map(f => f.message).sort(), [
-    'body /ends_date: a *_date property must use the shared DateOnly schema',
-    'body /firstName: "firstName" is not snake_case',
-    'body /sent_at: a *_at property must use the shared DateTime schema (or DateTimeInput)',
-    'response 200 /createdAt: "createdAt" is not snake_case',
-    'response 200 /nested/Bad: "Bad" is not snake_case',
-    'response 200 /seen_at: a *_at property must use the shared DateTime schema',
-    'response 200 /updated_at: a *_at property must use the shared DateTime schema'
-  ])
+  t.same(
+    checkProperties(routes, schemas)
+      .map(f => f.message)
+      .sort(),
+    [
+      'body /ends_date: a *_date property must use the shared DateOnly schema',
+      'body /firstName: "firstName" is not snake_case',
+      'body /sent_at: a *_at property must use the shared DateTime schema (or DateTimeInput)',
+      'response 200 /createdAt: "createdAt" is not snake_case',
+      'response 200 /nested/Bad: "Bad" is not snake_case',
+      'response 200 /seen_at: a *_at property must use the shared DateTime schema',
+      'response 200 /updated_at: a *_at property must use the shared DateTime schema'
+    ]
+  )
 })
 
-t.test('no query parameter is named like a token', async (t) => {
+t.test('no query parameter is named like a token', async t => {
   const { routes, schemas } = await table(t, f => {
-    f.get('/v1/things/:thingId', {
-      schema: schema({ querystring: Type.Object({ access_token: Type.Optional(Type.String()), token: Type.Optional(Type.String()), api_key: Type.Optional(Type.String()), sortOrder: Type.Optional(Type.String()), tags: Type.Optional(Type.String()) }) })
-    }, handler)
+    f.get(
+      '/v1/things/:thingId',
+      {
+        schema: schema({
+          querystring: Type.Object({
+            access_token: Type.Optional(Type.String()),
+            token: Type.Optional(Type.String()),
+            api_key: Type.Optional(Type.String()),
+            sortOrder: Type.Optional(Type.String()),
+            tags: Type.Optional(Type.String())
+          })
+        })
+      },
+      handler
+    )
   })
-  t.same(checkQueryNames(routes, schemas).map(f => `${f.rule} ${f.message}`).sort(), [
-    'query-no-token query parameter "access_token" is named like a credential',
-    'query-no-token query parameter "api_key" is named like a credential',
-    'query-no-token query parameter "token" is named like a credential',
-    'query-snake-case query parameter "sortOrder" is not snake_case'
-  ])
+  t.same(
+    checkQueryNames(routes, schemas)
+      .map(f => `${f.rule} ${f.message}`)
+      .sort(),
+    [
+      'query-no-token query parameter "access_token" is named like a credential',
+      'query-no-token query parameter "api_key" is named like a credential',
+      'query-no-token query parameter "token" is named like a credential',
+      'query-snake-case query parameter "sortOrder" is not snake_case'
+    ]
+  )
 })
 
-t.test('tables are singular snake_case; date-times end _at and dates _date', async (t) => {
+t.test('tables are singular snake_case; date-times end _at and dates _date', async t => {
   const database = await freshDatabase(t)
   const db = createDb(database.url, { schema: database.schema })
   t.teardown(() => db.destroy())
-  await db.schema.createTable('good_thing')
-    .addColumn('id', 'text').addColumn('created_at', sql.raw('timestamptz')).addColumn('starts_date', 'date').addColumn('status', 'text')
+  await db.schema
+    .createTable('good_thing')
+    .addColumn('id', 'text')
+    .addColumn('created_at', sql.raw('timestamptz'))
+    .addColumn('starts_date', 'date')
+    .addColumn('status', 'text')
     .execute()
   await db.schema.createTable('things').addColumn('id', 'text').execute()
   await db.schema.createTable('BadThing').addColumn('id', 'text').execute()
-  await db.schema.createTable('widget')
+  await db.schema
+    .createTable('widget')
     .addColumn('published', sql.raw('timestamptz'))
     .addColumn('birthday', 'date')
     .addColumn('seen_at', 'integer')
@@ -268,7 +349,7 @@ t.test('tables are singular snake_case; date-times end _at and dates _date', asy
   ])
 })
 
-t.test('checkAll runs every rule and formatFindings lists them', async (t) => {
+t.test('checkAll runs every rule and formatFindings lists them', async t => {
   const { routes, schemas } = await table(t, f => {
     f.get('/v1/thing/:id', { schema: schema() }, handler)
   })

@@ -153,13 +153,30 @@ async function withPosts (db: Db, bodies: string[]) {
     id: 'c', username: 'c', email: 'c@example.com', password_hash: 'x', is_active: true, is_creator: true, created_at: now, updated_at: now
   }).execute()
   await db.insertInto('profile').values({
-    id: 'c', first_name: 'C', last_name: null, age: null, favorite_band: null, website: null, avatar_url: null,
-    created_at: now, updated_at: now
+    id: 'c',
+    first_name: 'C',
+    last_name: null,
+    age: null,
+    favorite_band: null,
+    website: null,
+    avatar_url: null,
+    created_at: now,
+    updated_at: now
   }).execute()
   for (let i = 0; i < bodies.length; i += 400) {
     await db.insertInto('post').values(bodies.slice(i, i + 400).map((body, k) => ({
-      id: `00000000-0000-4000-8000-${String(i + k).padStart(12, '0')}`, creator_id: 'c', type: 'ARTICLE' as const, slug: `p${i + k}`,
-      title: 'p', body, tags: '[]', media_url: null, published_at: now, created_at: now, updated_at: now, sort_at: now
+      id: `00000000-0000-4000-8000-${String(i + k).padStart(12, '0')}`,
+      creator_id: 'c',
+      type: 'ARTICLE' as const,
+      slug: `p${i + k}`,
+      title: 'p',
+      body,
+      tags: '[]',
+      media_url: null,
+      published_at: now,
+      created_at: now,
+      updated_at: now,
+      sort_at: now
     }))).execute()
   }
 }

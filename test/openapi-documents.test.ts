@@ -22,13 +22,15 @@ const load = (version: string): Doc => JSON.parse(readFileSync(join(ROOT, 'opena
 
 /** Every schema of a document with a JSON pointer to it, and every example with the schema it illustrates. */
 function walk (doc: Doc) {
-  const schemas: Array<{ pointer: string, schema: Doc }> = []
-  const examples: Array<{ where: string, pointer: string, value: unknown }> = []
+  const schemas: Array<{ pointer: string; schema: Doc }> = []
+  const examples: Array<{ where: string; pointer: string; value: unknown }> = []
   const at = (...parts: string[]) => '#/' + parts.map(p => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
-  for (const name of Object.keys(doc.components?.schemas ?? {})) schemas.push({ pointer: at('components', 'schemas', name), schema: doc.components.schemas[name] })
+  for (const name of Object.keys(doc.components?.schemas ?? {})) {
+    schemas.push({ pointer: at('components', 'schemas', name), schema: doc.components.schemas[name] })
+  }
   for (const [name, header] of Object.entries<Doc>(doc.components?.headers ?? {})) {
     schemas.push({ pointer: at('components', 'headers', name, 'schema'), schema: header.schema })
-    if (header.example !== undefined) examples.push({ where: `header ${name}`, pointer: at('components', 'headers', name, 'schema'), value: header.example })
+    if (header.example !== undefined) { examples.push({ where: `header ${name}`, pointer: at('components', 'headers', name, 'schema'), value: header.example }) }
   }
   const media = (base: string[], content: Doc, where: string) => {
     for (const [type, m] of Object.entries<Doc>(content ?? {})) {
@@ -51,14 +53,14 @@ function walk (doc: Doc) {
         }
       })
       if (op.requestBody) media(['paths', path, method, 'requestBody'], op.requestBody.content, `${where} request`)
-      for (const [status, response] of Object.entries<Doc>(op.responses)) media(['paths', path, method, 'responses', status], response.content, `${where} ${status}`)
+      for (const [status, response] of Object.entries<Doc>(op.responses)) { media(['paths', path, method, 'responses', status], response.content, `${where} ${status}`) }
     }
   }
   return { schemas, examples }
 }
 
 for (const version of ['v1', 'v2']) {
-  t.test(`${version}: every schema compiles in a standard Ajv 2020 with ajv-formats, and every example matches`, async (t) => {
+  t.test(`${version}: every schema compiles in a standard Ajv 2020 with ajv-formats, and every example matches`, async t => {
     const doc = load(version)
     // strict: an unknown keyword or format (a custom one leaking out) fails the compile
     const ajv = new Ajv2020.default({ strict: true, allErrors: true })
@@ -72,7 +74,11 @@ for (const version of ['v1', 'v2']) {
     t.ok(schemas.length > 20, `${schemas.length} schemas`)
     const uncompiled: string[] = []
     for (const { pointer } of schemas) {
-      try { ajv.compile({ $ref: `${id}${pointer}` }) } catch (err) { uncompiled.push(`${pointer}: ${(err as Error).message}`) }
+      try {
+        ajv.compile({ $ref: `${id}${pointer}` })
+      } catch (err) {
+        uncompiled.push(`${pointer}: ${(err as Error).message}`)
+      }
     }
     t.same(uncompiled, [], `every one of the ${schemas.length} schemas compiles`)
     const mismatched: string[] = []
@@ -87,7 +93,7 @@ for (const version of ['v1', 'v2']) {
     t.same(mismatched, [], `every one of the ${examples.length} examples matches its schema`)
   })
 
-  t.test(`${version}: a realistic example on every request body and JSON success answer`, async (t) => {
+  t.test(`${version}: a realistic example on every request body and JSON success answer`, async t => {
     const doc = load(version)
     const without: string[] = []
     for (const [path, item] of Object.entries<Doc>(doc.paths)) {
@@ -100,7 +106,11 @@ for (const version of ['v1', 'v2']) {
         for (const [status, response] of Object.entries<Doc>(op.responses)) {
           const json = response.content?.['application/json']
           if (Number(status) < 400 && json && json.example === undefined) without.push(`${where} ${status}`)
-          if (Number(status) >= 400 && Object.keys(response.content?.['application/problem+json']?.examples ?? {}).length === 0 && json?.example === undefined) {
+          if (
+            Number(status) >= 400 &&
+            Object.keys(response.content?.['application/problem+json']?.examples ?? {}).length === 0 &&
+            json?.example === undefined
+          ) {
             without.push(`${where} ${status} (no problem examples)`)
           }
         }
@@ -110,13 +120,17 @@ for (const version of ['v1', 'v2']) {
   })
 }
 
-t.test('the media types of downloaded bytes are what the sniffer can answer, plus text and octets', async (t) => {
+t.test('the media types of downloaded bytes are what the sniffer can answer, plus text and octets', async t => {
   // Active content (XML, Flash) is served as text/plain, so its type never goes out.
   const expected = [...new Set([...supportedMimeTypes, 'text/plain', 'application/octet-stream'])]
-    .filter(type => type !== 'application/json' && !isActiveContent(type)).sort()
+    .filter(type => type !== 'application/json' && !isActiveContent(type))
+    .sort()
   t.same([...MEDIA_BYTE_TYPES], expected, 'schemas/media.ts MEDIA_BYTE_TYPES is current (update it when file-type changes)')
   const op = load('v1').paths['/v1/media/{mediaId}'].get
   t.same(Object.keys(op.responses['200'].content).sort(), [...expected, 'application/json'].sort(), '200: the metadata and every byte type')
   t.same(Object.keys(op.responses['206'].content).sort(), expected, '206: the byte types')
-  t.notOk(op.parameters.some((p: Doc) => p.name.toLowerCase() === 'accept'), 'Accept is not a parameter')
+  t.notOk(
+    op.parameters.some((p: Doc) => p.name.toLowerCase() === 'accept'),
+    'Accept is not a parameter'
+  )
 })

@@ -21,23 +21,30 @@ export async function createPost (app: FastifyInstance, user: TestUser, body: Re
 }
 
 /** A post of `creatorId` put straight into the database (sort_at included), published now unless `published_at` says otherwise. */
-export async function insertPost (app: FastifyInstance, creatorId: string, fields: { type?: 'ARTICLE' | 'COURSE', title?: string, tags?: string[], published_at?: string | null } = {}): Promise<string> {
+export async function insertPost (
+  app: FastifyInstance,
+  creatorId: string,
+  fields: { type?: 'ARTICLE' | 'COURSE'; title?: string; tags?: string[]; published_at?: string | null } = {}
+): Promise<string> {
   const id = randomUUID()
   const now = writeTimeIso()
-  await app.db.insertInto('post').values({
-    id,
-    creator_id: creatorId,
-    type: fields.type ?? 'ARTICLE',
-    slug: `post-${id}`,
-    title: fields.title ?? 'A post',
-    body: '',
-    tags: JSON.stringify(fields.tags ?? []),
-    media_url: null,
-    published_at: fields.published_at === undefined ? now : fields.published_at,
-    created_at: now,
-    updated_at: now,
-    sort_at: now
-  }).execute()
+  await app.db
+    .insertInto('post')
+    .values({
+      id,
+      creator_id: creatorId,
+      type: fields.type ?? 'ARTICLE',
+      slug: `post-${id}`,
+      title: fields.title ?? 'A post',
+      body: '',
+      tags: JSON.stringify(fields.tags ?? []),
+      media_url: null,
+      published_at: fields.published_at === undefined ? now : fields.published_at,
+      created_at: now,
+      updated_at: now,
+      sort_at: now
+    })
+    .execute()
   return id
 }
 

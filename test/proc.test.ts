@@ -8,10 +8,13 @@ import { cpuMs, machineTicks, rssBytes, stolenShare } from '../scripts/proc.js'
 // Plain Node processes: without the test runner's NODE_OPTIONS, whose exit handlers a busy loop never lets run.
 const PLAIN = { stdio: 'ignore' as const, env: { PATH: process.env.PATH } }
 
-t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
+t.test('cpuMs counts the CPU a process burns, and only that', async t => {
   // one process spinning, one sleeping, side by side until the spinner has used 300 ms more CPU
   const spin = spawn(process.execPath, ['-e', 'for (;;);'], PLAIN)
-  const idle = spawn(process.execPath, ['-e', "setTimeout(() => {}, 60_000); setImmediate(() => process.stdout.write('ready'))"], { ...PLAIN, stdio: ['ignore', 'pipe', 'ignore'] })
+  const idle = spawn(process.execPath, ['-e', "setTimeout(() => {}, 60_000); setImmediate(() => process.stdout.write('ready'))"], {
+    ...PLAIN,
+    stdio: ['ignore', 'pipe', 'ignore']
+  })
   try {
     // past the sleeper's start-up (tens of milliseconds of CPU): it says so once its loop runs,
     // and then its reading stands still (a busy machine can pause it mid-start-up for longer)
@@ -19,7 +22,11 @@ t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
     const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
     let last: number | undefined = -1
     let now = cpuMs(idle.pid!)
-    while (now !== last) { await pause(100); last = now; now = cpuMs(idle.pid!) }
+    while (now !== last) {
+      await pause(100)
+      last = now
+      now = cpuMs(idle.pid!)
+    }
     const spin0 = cpuMs(spin.pid!)
     const idle0 = cpuMs(idle.pid!)
     t.ok(spin0 !== undefined && idle0 !== undefined, 'both read while they run')
@@ -43,7 +50,7 @@ t.test('cpuMs counts the CPU a process burns, and only that', async (t) => {
   }
 })
 
-t.test('a process that is gone reads as undefined CPU and 0 RSS', async (t) => {
+t.test('a process that is gone reads as undefined CPU and 0 RSS', async t => {
   const child = spawn(process.execPath, ['-e', ''], PLAIN)
   await once(child, 'exit')
   // reaped by Node once it exited: its /proc entry is gone
@@ -51,12 +58,12 @@ t.test('a process that is gone reads as undefined CPU and 0 RSS', async (t) => {
   t.equal(rssBytes(child.pid!), 0)
 })
 
-t.test('rssBytes reads this process\'s resident memory', async (t) => {
+t.test("rssBytes reads this process's resident memory", async t => {
   const rss = rssBytes(process.pid)
   t.ok(rss > 10 * 1024 * 1024 && rss < process.memoryUsage().rss * 2, `${rss} bytes`)
 })
 
-t.test('machineTicks reads the machine\'s CPU time and its stolen part from /proc/stat\'s first line', async (t) => {
+t.test("machineTicks reads the machine's CPU time and its stolen part from /proc/stat's first line", async t => {
   // user nice system idle iowait irq softirq steal guest guest_nice: the guest fields are in user and nice already
   const stat = 'cpu  100 5 40 800 10 0 5 40 30 2\ncpu0 50 2 20 400 5 0 2 20 15 1\nintr 1 2 3\n'
   t.same(machineTicks(stat), { total: 1000, stolen: 40 })

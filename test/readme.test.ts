@@ -33,7 +33,14 @@ function shellBlocks (heading: string): string[] {
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map(m => m[1])
 }
 
-interface Started { npm: ChildProcess, port: number, dataDir: string, output: Output, serverPid: number, exited: Promise<{ code: number | null, signal: string | null }> }
+interface Started {
+  npm: ChildProcess
+  port: number
+  dataDir: string
+  output: Output
+  serverPid: number
+  exited: Promise<{ code: number | null; signal: string | null }>
+}
 
 async function npmStart (t: Test, { build = true } = {}): Promise<Started> {
   const dataDir = mkdtempSync(join(tmpdir(), 'roja-readme-'))
@@ -43,12 +50,23 @@ async function npmStart (t: Test, { build = true } = {}): Promise<Started> {
   const npm = spawn('npm', build ? ['start'] : ['start', '--ignore-scripts'], {
     cwd: ROOT,
     detached: true,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), DATA_DIR: dataDir, SHUTDOWN_GRACE_MS: String(GRACE_MS), MAX_EVENT_LOOP_DELAY_MS: '60000' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      MAX_EVENT_LOOP_DELAY_MS: '60000'
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const output = collectOutput(npm)
-  const exited = new Promise<{ code: number | null, signal: string | null }>((resolve) => npm.on('exit', (code, signal) => resolve({ code, signal })))
-  t.teardown(() => { try { process.kill(-npm.pid!, 'SIGKILL') } catch {} })
+  const exited = new Promise<{ code: number | null; signal: string | null }>(resolve => npm.on('exit', (code, signal) => resolve({ code, signal })))
+  t.teardown(() => {
+    try {
+      process.kill(-npm.pid!, 'SIGKILL')
+    } catch {}
+  })
   t.teardown(() => keepLog('npm-start', output.text))
   const line = await waitForOutput(output, /\{[^\n]*"msg":"Server listening at [^\n]*\}/, START_DEADLINE_MS)
   return { npm, port, dataDir, output, serverPid: JSON.parse(line).pid, exited }
@@ -64,9 +82,12 @@ function alive (pid: number): boolean {
 }
 
 function refuses (port: number): Promise<boolean> {
-  return new Promise((resolve) => {
+  return new Promise(resolve => {
     const socket = connect(port, '127.0.0.1')
-    socket.on('connect', () => { socket.destroy(); resolve(false) })
+    socket.on('connect', () => {
+      socket.destroy()
+      resolve(false)
+    })
     socket.on('error', () => resolve(true))
   })
 }
@@ -82,12 +103,17 @@ async function stopsGracefully (t: Test, started: Started) {
   t.ok(await refuses(started.port), 'nothing listens on the port any more')
 }
 
-t.test('Quick start is the two commands: install and serve, then the tests on their own', async (t) => {
-  const commands = shellBlocks('Quick start').map(block => block.split('\n').map(l => l.replace(/#.*/, '').trim()).filter(Boolean))
+t.test('Quick start is the two commands: install and serve, then the tests on their own', async t => {
+  const commands = shellBlocks('Quick start').map(block =>
+    block
+      .split('\n')
+      .map(l => l.replace(/#.*/, '').trim())
+      .filter(Boolean)
+  )
   t.same(commands, [['npm ci && npm start'], ['npm test']])
 })
 
-t.test('the README walkthrough, run as written against `npm start`, then SIGTERM to the PID npm start reports', async (t) => {
+t.test('the README walkthrough, run as written against `npm start`, then SIGTERM to the PID npm start reports', async t => {
   const started = await npmStart(t)
   const base = `http://127.0.0.1:${started.port}`
   t.match(started.output.text, new RegExp(`API at ${base}/v1, docs at ${base}/docs`), 'the start-up line names the API and the docs')
@@ -100,8 +126,10 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   // mails of someone else's sign-up already in the folder: the walkthrough must take ada's own link
   mkdirSync(join(started.dataDir, 'mail'), { recursive: true })
   for (const id of ['0-older', 'z-other']) {
-    writeFileSync(join(started.dataDir, 'mail', `${id}.eml`),
-      `To: bob@example.com\r\nSubject: Confirm\r\n\r\nhttp://127.0.0.1:1/verify-email?token=${id}\r\n`)
+    writeFileSync(
+      join(started.dataDir, 'mail', `${id}.eml`),
+      `To: bob@example.com\r\nSubject: Confirm\r\n\r\nhttp://127.0.0.1:1/verify-email?token=${id}\r\n`
+    )
   }
   // the token the walkthrough keeps in TOKEN, on stderr, for the suite-wide log scan
   const recorded = `${script}\nprintf '{"access_token":"%s"}\\n' "$TOKEN" >&2\n`
@@ -109,19 +137,19 @@ t.test('the README walkthrough, run as written against `npm start`, then SIGTERM
   recordIssued(stderr)
   t.match(stdout, /"username":"ada"/, 'signed up')
   t.match(stdout, /Your e-mail address is confirmed/, 'verified by the mailed link')
-  t.match(stdout, /ada is now a creator/, 'the CLI reached the server\'s database')
+  t.match(stdout, /ada is now a creator/, "the CLI reached the server's database")
   t.equal(stdout.match(/"title":"Hello, Roja"/g)?.length, 2, 'the post, created and then in the list')
-  const upload = JSON.parse(stdout.trim().split('\n').at(-1)!) as { url: string, content_type: string, sha256: string }
+  const upload = JSON.parse(stdout.trim().split('\n').at(-1)!) as { url: string; content_type: string; sha256: string }
   t.match(upload, { content_type: 'text/plain', sha256: /^[0-9a-f]{64}$/ }, 'uploaded')
   t.equal((await fetch(upload.url)).status, 200, 'and served at its url')
-  const list = await (await fetch(`${base}/v1/posts`)).json() as { total: number }
+  const list = (await (await fetch(`${base}/v1/posts`)).json()) as { total: number }
   t.equal(list.total, 1, 'exactly one post exists')
 
   process.kill(started.npm.pid!, 'SIGTERM')
   await stopsGracefully(t, started)
 })
 
-t.test('Ctrl-C (SIGINT to the process group: npm and node, and npm passes it on) stops it once, gracefully', async (t) => {
+t.test('Ctrl-C (SIGINT to the process group: npm and node, and npm passes it on) stops it once, gracefully', async t => {
   const started = await npmStart(t, { build: false })
   t.equal((await fetch(`http://127.0.0.1:${started.port}/health`)).status, 200)
   process.kill(-started.npm.pid!, 'SIGINT')

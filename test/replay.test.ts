@@ -23,12 +23,33 @@ import { ROOT } from '../src/package-info.js'
 type Doc = Record<string, any>
 /** The members of an OpenAPI document (not schema keywords). */
 const DOCUMENT_MEMBERS = ['openapi', 'info', 'servers', 'tags', 'paths', 'components', 'security', 'webhooks', 'externalDocs', 'jsonSchemaDialect']
-interface Exchange { method: string, url: string, auth: boolean, request: InjectOptions, status: number, headers: Record<string, string>, body: Buffer }
+interface Exchange {
+  method: string
+  url: string
+  auth: boolean
+  request: InjectOptions
+  status: number
+  headers: Record<string, string>
+  body: Buffer
+}
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch']
 /** Headers that are part of the contract: when the server sends one, the document must declare it. */
-const CONTRACT_HEADERS = ['etag', 'location', 'link', 'retry-after', 'deprecation', 'sunset', 'idempotent-replayed',
-  'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'www-authenticate', 'content-range', 'accept-ranges']
+const CONTRACT_HEADERS = [
+  'etag',
+  'location',
+  'link',
+  'retry-after',
+  'deprecation',
+  'sunset',
+  'idempotent-replayed',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'www-authenticate',
+  'content-range',
+  'accept-ranges'
+]
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
 const BOUNDARY = '----roja-replay-boundary'
 const MISSING = '0b9c7c36-5d3c-4f7e-9a55-2a0d8f6b1c42'
@@ -38,7 +59,11 @@ class Recorder {
   readonly exchanges: Exchange[] = []
   constructor (private readonly app: FastifyInstance) {}
 
-  async send (method: string, url: string, options: { user?: TestUser, headers?: Record<string, string>, body?: unknown, raw?: string | Buffer, type?: string } = {}) {
+  async send (
+    method: string,
+    url: string,
+    options: { user?: TestUser; headers?: Record<string, string>; body?: unknown; raw?: string | Buffer; type?: string } = {}
+  ) {
     const headers: Record<string, string> = { ...options.user?.headers, ...options.headers }
     const request: InjectOptions = { method: method as InjectOptions['method'], url, headers }
     if (options.raw !== undefined) {
@@ -80,7 +105,10 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('POST', '/v1/profiles', { raw: '{"username": ' })
   await r.send('POST', '/v1/profiles', { raw: 'username=x', type: 'text/plain' })
   await r.send('POST', '/v1/auth/token', { body: { username: 'linus', password: PASSWORD } })
-  await r.send('POST', '/v1/auth/token', { raw: `grant_type=password&username=linus&password=${encodeURIComponent(PASSWORD)}`, type: 'application/x-www-form-urlencoded' })
+  await r.send('POST', '/v1/auth/token', {
+    raw: `grant_type=password&username=linus&password=${encodeURIComponent(PASSWORD)}`,
+    type: 'application/x-www-form-urlencoded'
+  })
   await r.send('POST', '/v1/auth/token', { body: { username: 'linus', password: 'wrong password here' } })
   await r.send('POST', '/v1/auth/token', { body: { username: 'mallory', password: PASSWORD } })
   await r.send('GET', `/v1/profiles/${linus.id}`)
@@ -96,25 +124,48 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', '/v1/profiles/me')
   await r.send('GET', '/v1/profiles/me', { headers: { authorization: 'Bearer not.a.token' } })
   await r.send('GET', '/v1/profiles/me', { user: banned })
-  await r.send('PUT', '/v1/profiles/me', { user: ada, body: { first_name: 'Ada', last_name: 'Lovelace' }, headers: { 'if-match': String(me.headers.etag) } })
+  await r.send('PUT', '/v1/profiles/me', {
+    user: ada,
+    body: { first_name: 'Ada', last_name: 'Lovelace' },
+    headers: { 'if-match': String(me.headers.etag) }
+  })
   await r.send('PUT', '/v1/profiles/me', { user: ada, body: { first_name: 'Ada' }, headers: { 'if-match': '"stale"' } })
-  await r.send('PATCH', '/v1/profiles/me', { user: ada, raw: JSON.stringify({ favorite_band: 'Queen', website: null }), type: 'application/merge-patch+json' })
+  await r.send('PATCH', '/v1/profiles/me', {
+    user: ada,
+    raw: JSON.stringify({ favorite_band: 'Queen', website: null }),
+    type: 'application/merge-patch+json'
+  })
   await r.send('PATCH', '/v1/profiles/me', { user: ada, raw: JSON.stringify({ first_name: null }), type: 'application/merge-patch+json' })
   // the account: a reset, a password change, an address change, signing out everywhere, leaving
   const kay = await createUser(app, { username: 'kay', verified: true })
-  const signIn = async () => ({ ...kay, headers: { authorization: `Bearer ${(await r.send('POST', '/v1/auth/token', { body: { username: 'kay', password: PASSWORD } })).json().access_token as string}` } })
+  const signIn = async () => ({
+    ...kay,
+    headers: {
+      authorization: `Bearer ${(await r.send('POST', '/v1/auth/token', { body: { username: 'kay', password: PASSWORD } })).json().access_token as string}`
+    }
+  })
   await r.send('POST', '/v1/password-resets', { body: { email: 'kay@example.com' } })
   await r.send('POST', '/v1/password-resets', { body: { email: 'kay@example.com', username: 'kay' } })
-  const resetMail = await app.db.selectFrom('outbox_message').select('body').where('to_address', '=', 'kay@example.com').where('subject', '=', RESET_SUBJECT).executeTakeFirstOrThrow()
+  const resetMail = await app.db
+    .selectFrom('outbox_message')
+    .select('body')
+    .where('to_address', '=', 'kay@example.com')
+    .where('subject', '=', RESET_SUBJECT)
+    .executeTakeFirstOrThrow()
   const resetToken = /[?&]token=([\w-]+)/.exec(resetMail.body)![1]
   await r.send('POST', '/v1/password-resets/confirmations', { body: { token: 'A'.repeat(22), new_password: PASSWORD } })
   await r.send('POST', '/v1/password-resets/confirmations', { body: { token: resetToken, new_password: PASSWORD } })
   const kayNow = await signIn()
   await r.send('PUT', '/v1/profiles/me/password', { user: kayNow, body: { current_password: 'wrong password here', new_password: PASSWORD } })
-  const changed = (await r.send('PUT', '/v1/profiles/me/password', { user: kayNow, body: { current_password: PASSWORD, new_password: PASSWORD } })).json()
+  const changed = (
+    await r.send('PUT', '/v1/profiles/me/password', { user: kayNow, body: { current_password: PASSWORD, new_password: PASSWORD } })
+  ).json()
   const kayFresh = { ...kay, headers: { authorization: `Bearer ${changed.access_token as string}` } }
   await r.send('POST', '/v1/profiles/me/email-changes', { user: kayFresh, body: { current_password: PASSWORD, email: 'kay@new.example' } })
-  await r.send('POST', '/v1/profiles/me/email-changes', { user: kayFresh, body: { current_password: 'wrong password here', email: 'kay@new.example' } })
+  await r.send('POST', '/v1/profiles/me/email-changes', {
+    user: kayFresh,
+    body: { current_password: 'wrong password here', email: 'kay@new.example' }
+  })
   await r.send('DELETE', '/v1/profiles/me', { user: kayFresh, body: { current_password: 'wrong password here' } })
   await r.send('DELETE', '/v1/profiles/me/tokens', { user: kayFresh })
   await r.send('DELETE', '/v1/profiles/me/tokens', { user: kayFresh })
@@ -124,8 +175,18 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/creators/${ada.id}/posts?sort=-created_at,title`)
 
   // posts
-  const post = (await r.send('POST', '/v1/posts', { user: ada, body: { type: 'ARTICLE', title: 'Notes', tags: ['history'] }, headers: { 'idempotency-key': 'p-1' } })).json()
-  await r.send('POST', '/v1/posts', { user: ada, body: { type: 'ARTICLE', title: 'Notes', tags: ['history'] }, headers: { 'idempotency-key': 'p-1' } })
+  const post = (
+    await r.send('POST', '/v1/posts', {
+      user: ada,
+      body: { type: 'ARTICLE', title: 'Notes', tags: ['history'] },
+      headers: { 'idempotency-key': 'p-1' }
+    })
+  ).json()
+  await r.send('POST', '/v1/posts', {
+    user: ada,
+    body: { type: 'ARTICLE', title: 'Notes', tags: ['history'] },
+    headers: { 'idempotency-key': 'p-1' }
+  })
   await r.send('POST', '/v1/posts', { user: ada, body: { type: 'ARTICLE', title: 'Notes' } })
   await r.send('POST', '/v1/posts', { user: grace, body: { type: 'ARTICLE', title: 'Not a creator' } })
   await r.send('POST', '/v1/posts', { body: { type: 'ARTICLE', title: 'No token' } })
@@ -140,11 +201,23 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/posts/${draft.id}`)
   await r.send('GET', `/v1/posts/${post.id}`, { headers: { authorization: 'Bearer not.a.token' } })
   await r.send('GET', '/v1/posts/not-a-uuid')
-  await r.send('PUT', `/v1/posts/${post.id}`, { user: ada, body: { type: 'ARTICLE', title: 'Notes, revised' }, headers: { 'if-match': String(read.headers.etag) } })
+  await r.send('PUT', `/v1/posts/${post.id}`, {
+    user: ada,
+    body: { type: 'ARTICLE', title: 'Notes, revised' },
+    headers: { 'if-match': String(read.headers.etag) }
+  })
   await r.send('PUT', `/v1/posts/${post.id}`, { user: ada, body: { type: 'ARTICLE', title: 'Lost' }, headers: { 'if-match': '"stale"' } })
   await r.send('PUT', `/v1/posts/${post.id}`, { user: grace, body: { type: 'ARTICLE', title: 'Not mine' } })
-  await r.send('PATCH', `/v1/posts/${post.id}`, { user: ada, raw: JSON.stringify({ body: 'Patched.', media_url: null }), type: 'application/merge-patch+json' })
-  await r.send('PATCH', `/v1/posts/${post.id}`, { user: ada, raw: JSON.stringify([{ op: 'replace', path: '/body', value: 'x' }]), type: 'application/json-patch+json' })
+  await r.send('PATCH', `/v1/posts/${post.id}`, {
+    user: ada,
+    raw: JSON.stringify({ body: 'Patched.', media_url: null }),
+    type: 'application/merge-patch+json'
+  })
+  await r.send('PATCH', `/v1/posts/${post.id}`, {
+    user: ada,
+    raw: JSON.stringify([{ op: 'replace', path: '/body', value: 'x' }]),
+    type: 'application/json-patch+json'
+  })
   await r.send('PATCH', `/v1/posts/${post.id}`, { user: grace, body: { body: 'Not mine' } })
   await r.send('GET', '/v1/users/me/posts', { user: ada })
   await r.send('GET', `/v1/users/${ada.id}/posts/${draft.id}`, { user: ada })
@@ -165,9 +238,17 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/posts/${post.id}/comments`)
   const c = await r.send('GET', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace })
   await r.send('PUT', `/v1/posts/${post.id}/comments/${comment.id}`, { user: ada, body: { text: 'Not mine' } })
-  await r.send('PUT', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace, body: { text: 'Note G!' }, headers: { 'if-match': String(c.headers.etag) } })
+  await r.send('PUT', `/v1/posts/${post.id}/comments/${comment.id}`, {
+    user: grace,
+    body: { text: 'Note G!' },
+    headers: { 'if-match': String(c.headers.etag) }
+  })
   await r.send('PATCH', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace, body: { text: 'Note G!!' } })
-  await r.send('PATCH', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace, body: { text: 'Lost' }, headers: { 'if-match': String(c.headers.etag) } })
+  await r.send('PATCH', `/v1/posts/${post.id}/comments/${comment.id}`, {
+    user: grace,
+    body: { text: 'Lost' },
+    headers: { 'if-match': String(c.headers.etag) }
+  })
   await r.send('DELETE', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace, headers: { 'if-match': '"stale"' } })
   await r.send('DELETE', `/v1/posts/${post.id}/comments/${comment.id}`, { user: grace })
   const alerts = (await r.send('GET', '/v1/alerts?kind=review', { user: ada })).json()
@@ -191,7 +272,8 @@ async function record (app: FastifyInstance, r: Recorder) {
   // media
   const form = Buffer.concat([
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="dot.png"\r\nContent-Type: image/png\r\n\r\n`),
-    PNG, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
+    PNG,
+    Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
   ])
   const media = (await r.send('POST', '/v1/media', { user: grace, raw: form, type: `multipart/form-data; boundary=${BOUNDARY}` })).json()
   await r.send('POST', '/v1/media', { raw: form, type: `multipart/form-data; boundary=${BOUNDARY}` })
@@ -216,15 +298,29 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', '/v1/shops?sort=name')
   const s = await r.send('GET', `/v1/shops/${shop.id}`)
   await r.send('PUT', `/v1/shops/${shop.id}`, { user: ada, body: { name: 'Engine Parts Ltd' }, headers: { 'if-match': String(s.headers.etag) } })
-  await r.send('PATCH', `/v1/shops/${shop.id}`, { user: ada, raw: JSON.stringify({ description: 'Brass gears.' }), type: 'application/merge-patch+json' })
+  await r.send('PATCH', `/v1/shops/${shop.id}`, {
+    user: ada,
+    raw: JSON.stringify({ description: 'Brass gears.' }),
+    type: 'application/merge-patch+json'
+  })
   await r.send('PATCH', `/v1/shops/${shop.id}`, { user: grace, body: { name: 'Not mine' } })
-  const product = (await r.send('POST', `/v1/shops/${shop.id}/products`, { user: ada, body: { name: 'Cards', price_cents: 2500, currency: 'GBP' } })).json()
+  const product = (
+    await r.send('POST', `/v1/shops/${shop.id}/products`, { user: ada, body: { name: 'Cards', price_cents: 2500, currency: 'GBP' } })
+  ).json()
   await r.send('POST', `/v1/shops/${shop.id}/products`, { user: ada, body: { name: 'Cards', price_cents: 1, currency: 'XXX' } })
   await r.send('GET', `/v1/shops/${shop.id}/products?currency=GBP`)
   const p = await r.send('GET', `/v1/shops/${shop.id}/products/${product.id}`)
   await r.send('GET', `/v1/shops/${shop.id}/products/${MISSING}`)
-  await r.send('PUT', `/v1/shops/${shop.id}/products/${product.id}`, { user: ada, body: { name: 'Cards', price_cents: 2600, currency: 'GBP' }, headers: { 'if-match': String(p.headers.etag) } })
-  await r.send('PATCH', `/v1/shops/${shop.id}/products/${product.id}`, { user: ada, raw: JSON.stringify({ price_cents: 2700 }), type: 'application/merge-patch+json' })
+  await r.send('PUT', `/v1/shops/${shop.id}/products/${product.id}`, {
+    user: ada,
+    body: { name: 'Cards', price_cents: 2600, currency: 'GBP' },
+    headers: { 'if-match': String(p.headers.etag) }
+  })
+  await r.send('PATCH', `/v1/shops/${shop.id}/products/${product.id}`, {
+    user: ada,
+    raw: JSON.stringify({ price_cents: 2700 }),
+    type: 'application/merge-patch+json'
+  })
   await r.send('PATCH', `/v1/shops/${shop.id}/products/${product.id}`, { user: ada, body: { currency: 'XXX' } })
   await r.send('DELETE', `/v1/shops/${shop.id}/products/${product.id}`, { user: grace })
   await r.send('DELETE', `/v1/shops/${shop.id}/products/${product.id}`, { user: ada })
@@ -234,7 +330,9 @@ async function record (app: FastifyInstance, r: Recorder) {
   // courses, classes
   const chapter = (await r.send('POST', `/v1/courses/${course.id}/chapters`, { user: ada, body: { title: 'Cards' } })).json()
   await r.send('POST', `/v1/courses/${course.id}/chapters`, { user: grace, body: { title: 'Not mine' } })
-  const lesson = (await r.send('POST', `/v1/courses/${course.id}/chapters/${chapter.id}/lessons`, { user: ada, body: { title: 'Loops', position: 1 } })).json()
+  const lesson = (
+    await r.send('POST', `/v1/courses/${course.id}/chapters/${chapter.id}/lessons`, { user: ada, body: { title: 'Loops', position: 1 } })
+  ).json()
   await r.send('GET', `/v1/courses/${course.id}`)
   await r.send('GET', `/v1/courses/${post.id}`)
   await r.send('GET', `/v1/courses/${course.id}/chapters`)
@@ -242,7 +340,9 @@ async function record (app: FastifyInstance, r: Recorder) {
   await r.send('GET', `/v1/courses/${course.id}/chapters/${chapter.id}/lessons?sort=position`)
   await r.send('GET', `/v1/lessons/${lesson.id}`)
   await r.send('GET', `/v1/lessons/${MISSING}`)
-  const klass = (await r.send('POST', '/v1/classes', { user: ada, body: { name: 'Winter group', course_id: course.id, starts_date: '2027-01-11' } })).json()
+  const klass = (
+    await r.send('POST', '/v1/classes', { user: ada, body: { name: 'Winter group', course_id: course.id, starts_date: '2027-01-11' } })
+  ).json()
   await r.send('GET', '/v1/classes', { user: grace })
   await r.send('GET', `/v1/classes/${klass.id}`, { user: grace })
   const student = (await r.send('POST', `/v1/classes/${klass.id}/students`, { user: ada, body: { first_name: 'Mary', sex: 'F' } })).json()
@@ -287,7 +387,7 @@ function findOperation (docs: Record<string, Doc>, method: string, url: string) 
   const path = url.split('?')[0]
   const version = /^\/(v\d+)\//.exec(path)?.[1] ?? 'v1'
   const doc = docs[version]
-  let best: { template: string, op: Doc, score: number } | undefined
+  let best: { template: string; op: Doc; score: number } | undefined
   for (const [template, item] of Object.entries<Doc>(doc.paths)) {
     const op = item[method.toLowerCase()]
     if (!op) continue
@@ -298,7 +398,10 @@ function findOperation (docs: Record<string, Doc>, method: string, url: string) 
     let ok = true
     for (let i = 0; i < a.length; i++) {
       if (a[i] === b[i]) score++
-      else if (!/^\{\w+\}$/.test(a[i])) { ok = false; break }
+      else if (!/^\{\w+\}$/.test(a[i])) {
+        ok = false
+        break
+      }
     }
     if (ok && (!best || score > best.score)) best = { template, op, score }
   }
@@ -312,7 +415,7 @@ function declaredMedia (content: Doc | undefined, contentType: string) {
   return content[type] ?? content[`${type.split('/')[0]}/*`] ?? content['*/*']
 }
 
-t.test('recorded traffic of every operation matches the exported documents', async (t) => {
+t.test('recorded traffic of every operation matches the exported documents', async t => {
   const app = await build(t)
   const r = new Recorder(app)
   await record(app, r)
@@ -347,7 +450,7 @@ t.test('recorded traffic of every operation matches the exported documents', asy
   const ajv = new Ajv2020.default({ strict: true, allErrors: true })
   formats.default(ajv)
   ajv.addVocabulary(DOCUMENT_MEMBERS)
-  for (const [version, doc] of Object.entries(docs)) ajv.addSchema({ ...doc, $id: `https://roja.dev/openapi/${version}.json` }, undefined, undefined, false)
+  for (const [version, doc] of Object.entries(docs)) { ajv.addSchema({ ...doc, $id: `https://roja.dev/openapi/${version}.json` }, undefined, undefined, false) }
   const validator = (version: string, pointer: string) => {
     const id = `https://roja.dev/openapi/${version}.json${pointer}`
     return ajv.getSchema(id) ?? ajv.compile({ $ref: id })
@@ -358,14 +461,20 @@ t.test('recorded traffic of every operation matches the exported documents', asy
   for (const x of [...r.exchanges, ...lr.exchanges, ...sr.exchanges]) {
     const where = `${x.method} ${x.url} → ${x.status}`
     const found = findOperation(docs, x.method, x.url)
-    if (!found) { t.fail(`${where}: no operation in the document`); continue }
+    if (!found) {
+      t.fail(`${where}: no operation in the document`)
+      continue
+    }
     const { version, template, op } = found
     // the unversioned operations (/health, /version) are in every document
     const key = /^\/v\d+\//.test(template) ? `${version} ${op.operationId}` : op.operationId
     if (!seen.has(key)) seen.set(key, new Set())
     seen.get(key)!.add(x.status)
     const response = op.responses[String(x.status)]
-    if (!response) { t.fail(`${where}: status not declared for ${op.operationId}`); continue }
+    if (!response) {
+      t.fail(`${where}: status not declared for ${op.operationId}`)
+      continue
+    }
     const base = `#/paths/${esc(template)}/${x.method.toLowerCase()}/responses/${x.status}`
 
     // media type and body
@@ -374,7 +483,10 @@ t.test('recorded traffic of every operation matches the exported documents', asy
       t.ok(!response.content || x.status === 304 || x.status === 204, `${where}: an empty body is declared`)
     } else {
       const media = declaredMedia(response.content, contentType)
-      if (!media) { t.fail(`${where}: ${contentType} is not a declared media type`); continue }
+      if (!media) {
+        t.fail(`${where}: ${contentType} is not a declared media type`)
+        continue
+      }
       const type = Object.keys(response.content).find(k => response.content[k] === media)!
       if (/json/.test(contentType)) {
         const validate = validator(version, `${base}/content/${esc(type)}/schema`)
@@ -383,17 +495,28 @@ t.test('recorded traffic of every operation matches the exported documents', asy
     }
 
     // headers
-    const declared = Object.fromEntries(Object.entries<Doc>(response.headers ?? {}).map(([name, h]) => {
-      const ref = typeof h.$ref === 'string' ? h.$ref.split('/').pop() : undefined
-      return [name.toLowerCase(), { header: ref ? found.doc.components.headers[ref] : h, pointer: ref ? `#/components/headers/${ref}/schema` : `${base}/headers/${esc(name)}/schema` }]
-    }))
+    const declared = Object.fromEntries(
+      Object.entries<Doc>(response.headers ?? {}).map(([name, h]) => {
+        const ref = typeof h.$ref === 'string' ? h.$ref.split('/').pop() : undefined
+        return [
+          name.toLowerCase(),
+          {
+            header: ref ? found.doc.components.headers[ref] : h,
+            pointer: ref ? `#/components/headers/${ref}/schema` : `${base}/headers/${esc(name)}/schema`
+          }
+        ]
+      })
+    )
     for (const [name, { header }] of Object.entries(declared)) {
       if (header.required) t.ok(name in x.headers, `${where}: the required ${name} header is sent`)
     }
     for (const name of CONTRACT_HEADERS) {
       if (!(name in x.headers)) continue
       const d = declared[name]
-      if (!d) { t.fail(`${where}: ${name} is sent but not declared`); continue }
+      if (!d) {
+        t.fail(`${where}: ${name} is sent but not declared`)
+        continue
+      }
       const validate = validator(version, d.pointer)
       t.ok(validate(x.headers[name]), `${where}: ${name} matches its schema (${ajv.errorsText(validate.errors)})`)
     }
@@ -412,8 +535,14 @@ t.test('recorded traffic of every operation matches the exported documents', asy
         const op = item[method]
         if (!op) continue
         const statuses = [...(seen.get(`${version} ${op.operationId}`) ?? seen.get(op.operationId) ?? [])]
-        t.ok(statuses.some(s => s < 400), `${version} ${op.operationId}: a success was replayed (${statuses.join(', ')})`)
-        t.ok(statuses.some(s => s >= 400), `${version} ${op.operationId}: an error was replayed`)
+        t.ok(
+          statuses.some(s => s < 400),
+          `${version} ${op.operationId}: a success was replayed (${statuses.join(', ')})`
+        )
+        t.ok(
+          statuses.some(s => s >= 400),
+          `${version} ${op.operationId}: an error was replayed`
+        )
       }
     }
   }

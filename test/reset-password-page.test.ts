@@ -17,7 +17,7 @@ function hiddenToken (html: string): string {
   return value.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)))
 }
 
-t.test('the link opens a form; filling it in sets the password and signs out everywhere', async (t) => {
+t.test('the link opens a form; filling it in sets the password and signs out everywhere', async t => {
   const logs: string[] = []
   const app = await build(t, { logs })
   const ada = await signUpVerified(app, 'ada')
@@ -38,7 +38,8 @@ t.test('the link opens a form; filling it in sets the password and signs out eve
   t.match(opened.body, /type="password" id="new_password" name="new_password" autocomplete="new-password"/)
   t.equal(await tokenStatus(app, ada.headers), 200, 'opening the link changes nothing')
 
-  const post = (fields: Record<string, string>) => app.inject({ method: 'POST', url: '/reset-password', headers: FORM, payload: new URLSearchParams(fields).toString() })
+  const post = (fields: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/reset-password', headers: FORM, payload: new URLSearchParams(fields).toString() })
   const short = await post({ token: hiddenToken(opened.body), new_password: 'short', new_password_again: 'short' })
   t.equal(short.statusCode, 422)
   t.match(short.body, /at least 12 characters/)
@@ -57,32 +58,52 @@ t.test('the link opens a form; filling it in sets the password and signs out eve
   t.match(again.body, /This link does not work/)
   t.notOk(again.body.includes(token), 'the error page does not echo the token')
 
-  t.same(logs.filter(l => l.includes(token)), [], 'no log line holds the token')
-  t.same(logs.filter(l => l.includes(NEW_PASSWORD)), [], 'nor the password')
-  t.ok(logs.some(l => l.includes('/reset-password?token=[redacted]')), 'the request line shows the link redacted')
+  t.same(
+    logs.filter(l => l.includes(token)),
+    [],
+    'no log line holds the token'
+  )
+  t.same(
+    logs.filter(l => l.includes(NEW_PASSWORD)),
+    [],
+    'nor the password'
+  )
+  t.ok(
+    logs.some(l => l.includes('/reset-password?token=[redacted]')),
+    'the request line shows the link redacted'
+  )
 })
 
-t.test('an incomplete or marked-up link gets a readable page; JSON and other token names are refused', async (t) => {
+t.test('an incomplete or marked-up link gets a readable page; JSON and other token names are refused', async t => {
   const app = await build(t)
   const incomplete = await app.inject({ method: 'GET', url: '/reset-password' })
   t.equal(incomplete.statusCode, 400)
   t.match(incomplete.body, /This link is incomplete/)
   const markup = await app.inject({ method: 'GET', url: `/reset-password?token=${encodeURIComponent('"><script>x</script>')}` })
   t.notMatch(markup.body, /<script>/, 'the token is escaped into the form')
-  const asJson = await app.inject({ method: 'POST', url: '/reset-password', headers: { 'content-type': 'application/json' }, payload: '{"token":"x"}' })
+  const asJson = await app.inject({
+    method: 'POST',
+    url: '/reset-password',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"token":"x"}'
+  })
   t.equal(asJson.statusCode, 415)
-  t.equal((await app.inject({ method: 'GET', url: '/reset-password?access_token=abc' })).statusCode, 422, 'only `token` in the page\'s query')
+  t.equal((await app.inject({ method: 'GET', url: '/reset-password?access_token=abc' })).statusCode, 422, "only `token` in the page's query")
   const elsewhere = await app.inject({ method: 'GET', url: '/v1/posts?token=abc' })
   t.equal(json(elsewhere).code, 'TokenInQuery', 'a token in the query of an API route is still refused')
 })
 
-t.test('PASSWORD_RESET_URL points the link at a front end\'s page, which completes through the API', async (t) => {
+t.test("PASSWORD_RESET_URL points the link at a front end's page, which completes through the API", async t => {
   const app = await build(t, { env: { PASSWORD_RESET_URL: 'https://app.example/account/reset?from=mail' } })
   await signUpVerified(app, 'ada')
   await app.inject({ method: 'POST', url: '/v1/password-resets', payload: { username: 'ada' } })
   const link = linkIn((await newMail(app)).find(m => m.subject === RESET_SUBJECT)!)
   t.equal(`${link.origin}${link.pathname}`, 'https://app.example/account/reset')
-  t.equal(link.searchParams.get('from'), 'mail', 'the URL\'s own query is kept')
-  const res = await app.inject({ method: 'POST', url: '/v1/password-resets/confirmations', payload: { token: link.searchParams.get('token'), new_password: NEW_PASSWORD } })
+  t.equal(link.searchParams.get('from'), 'mail', "the URL's own query is kept")
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/password-resets/confirmations',
+    payload: { token: link.searchParams.get('token'), new_password: NEW_PASSWORD }
+  })
   t.equal(res.statusCode, 204)
 })

@@ -13,10 +13,39 @@ import { build, json, TEST_SECRET } from './helper.js'
 import { createCreator, createUser, type TestUser } from './fixtures.js'
 import { Gen, operationsOf, seed, type Operation, type Schema } from './contract.js'
 
-const TABLES = ['user', 'profile', 'post', 'post_tag', 'review', 'comment', 'alert', 'outbox_message', 'idempotency_key',
-  'media', 'shop', 'product', 'chapter', 'lesson', 'class', 'student'] as const
-const SQL_PAYLOADS = ["' OR 1=1 --", "'; drop table post; --", ';drop table post', '" OR ""="', "1' UNION SELECT password_hash FROM \"user\" --",
-  '%', '_', '\\', "') OR ('a'='a", '1; select pg_sleep(1)', 'ARTICLE\' OR \'1\'=\'1', '-created_at;drop table post', 'title desc, (select 1)']
+const TABLES = [
+  'user',
+  'profile',
+  'post',
+  'post_tag',
+  'review',
+  'comment',
+  'alert',
+  'outbox_message',
+  'idempotency_key',
+  'media',
+  'shop',
+  'product',
+  'chapter',
+  'lesson',
+  'class',
+  'student'
+] as const
+const SQL_PAYLOADS = [
+  "' OR 1=1 --",
+  "'; drop table post; --",
+  ';drop table post',
+  '" OR ""="',
+  '1\' UNION SELECT password_hash FROM "user" --',
+  '%',
+  '_',
+  '\\',
+  "') OR ('a'='a",
+  '1; select pg_sleep(1)',
+  "ARTICLE' OR '1'='1",
+  '-created_at;drop table post',
+  'title desc, (select 1)'
+]
 
 /**
  * Who may call an authenticated operation that names a resource by id, when the resource is not
@@ -65,7 +94,10 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 async function counts (app: FastifyInstance): Promise<Record<string, number>> {
   const out: Record<string, number> = {}
   for (const table of TABLES) {
-    const row = await app.db.selectFrom(table).select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    const row = await app.db
+      .selectFrom(table)
+      .select(eb => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
     out[table] = Number(row.n)
   }
   return out
@@ -79,7 +111,7 @@ function authenticatedOps (app: FastifyInstance): Operation[] {
 /** Operations that require a token (no anonymous `{}` alternative). */
 const tokenRequired = (o: Operation) => !o.op.security.some((s: Record<string, unknown>) => Object.keys(s).length === 0)
 
-t.test('JWT attacks are refused with 401 InvalidCredentials on every authenticated operation', async (t) => {
+t.test('JWT attacks are refused with 401 InvalidCredentials on every authenticated operation', async t => {
   const app = await build(t)
   const user = await createUser(app)
   const id = user.id
@@ -127,7 +159,7 @@ t.test('JWT attacks are refused with 401 InvalidCredentials on every authenticat
   t.same(malformed, [], 'an Authorization header that is not `Bearer <token>` is refused with 401')
 })
 
-t.test('a token in the URL is refused with 400 TokenInQuery on every operation', async (t) => {
+t.test('a token in the URL is refused with 400 TokenInQuery on every operation', async t => {
   const app = await build(t)
   const user = await createUser(app)
   const ops = (['v1', 'v2'] as const).flatMap(v => operationsOf(app.openapi(v), v))
@@ -143,7 +175,7 @@ t.test('a token in the URL is refused with 400 TokenInQuery on every operation',
   t.same(accepted, [], `${keys.map(k => `?${k}=`).join(', ')} refused on all ${ops.length} operations`)
 })
 
-t.test('a token parameter is found in any position and spelling the decoder reads as one, and only then', async (t) => {
+t.test('a token parameter is found in any position and spelling the decoder reads as one, and only then', async t => {
   const app = await build(t)
   // raw query strings: escapes and `+` (a space) decode to the name, leading and trailing spaces are trimmed
   const missed: string[] = []
@@ -160,29 +192,41 @@ t.test('a token parameter is found in any position and spelling the decoder read
   t.same(mistaken, [], 'a parameter that only looks like one is no token parameter')
 })
 
-t.test('CORS: allowed origins get their origin back, foreign ones nothing, credentials never', async (t) => {
+t.test('CORS: allowed origins get their origin back, foreign ones nothing, credentials never', async t => {
   const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: 'https://app.example,https://admin.example' } })
   // each answer's CORS headers, as `origin, allow-credentials`
-  const cors = (res: { headers: Record<string, unknown> }) => `${String(res.headers['access-control-allow-origin'])}, ${String(res.headers['access-control-allow-credentials'])}`
+  const cors = (res: { headers: Record<string, unknown> }) =>
+    `${String(res.headers['access-control-allow-origin'])}, ${String(res.headers['access-control-allow-credentials'])}`
   const allowed: string[] = []
   for (const origin of ['https://app.example', 'https://admin.example']) {
-    const pre = await app.inject({ method: 'OPTIONS', url: '/v1/posts', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } })
+    const pre = await app.inject({
+      method: 'OPTIONS',
+      url: '/v1/posts',
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' }
+    })
     const get = await app.inject({ method: 'GET', url: '/version', headers: { origin, cookie: 'session=1' } })
     allowed.push(`${origin} preflight: ${cors(pre)}`, `${origin} read: ${cors(get)}`)
   }
-  t.same(allowed, ['https://app.example', 'https://admin.example'].flatMap(o => [`${o} preflight: ${o}, undefined`, `${o} read: ${o}, undefined`]),
-    'allowed origins get their origin back, on preflights and reads, and never credentials')
+  t.same(
+    allowed,
+    ['https://app.example', 'https://admin.example'].flatMap(o => [`${o} preflight: ${o}, undefined`, `${o} read: ${o}, undefined`]),
+    'allowed origins get their origin back, on preflights and reads, and never credentials'
+  )
   const foreign: string[] = []
   for (const origin of ['https://evil.example', 'https://app.example.evil.example', 'null', 'http://app.example', 'https://APP.example.']) {
     const pre = await app.inject({ method: 'OPTIONS', url: '/v1/posts', headers: { origin, 'access-control-request-method': 'POST' } })
     const get = await app.inject({ method: 'GET', url: '/version', headers: { origin } })
     if (pre.headers['access-control-allow-origin'] !== undefined) foreign.push(`${origin} preflight: ${cors(pre)}`)
-    if (get.headers['access-control-allow-origin'] !== undefined || get.headers['access-control-allow-credentials'] !== undefined) foreign.push(`${origin} read: ${cors(get)}`)
+    if (get.headers['access-control-allow-origin'] !== undefined || get.headers['access-control-allow-credentials'] !== undefined) { foreign.push(`${origin} read: ${cors(get)}`) }
   }
   t.same(foreign, [], 'foreign origins get no allow-origin and no credentials')
 
   const wildcard = await build(t, { env: { ALLOWED_CORS_ORIGINS: '*' } })
-  const res = await wildcard.inject({ method: 'OPTIONS', url: '/v1/posts', headers: { origin: 'https://any.example', 'access-control-request-method': 'GET', cookie: 'a=b' } })
+  const res = await wildcard.inject({
+    method: 'OPTIONS',
+    url: '/v1/posts',
+    headers: { origin: 'https://any.example', 'access-control-request-method': 'GET', cookie: 'a=b' }
+  })
   t.equal(res.headers['access-control-allow-origin'], '*')
   t.equal(res.headers['access-control-allow-credentials'], undefined, '* never with credentials')
 
@@ -191,7 +235,7 @@ t.test('CORS: allowed origins get their origin back, foreign ones nothing, crede
   t.equal(closed.headers['access-control-allow-origin'], undefined, 'no origins configured: no CORS')
 })
 
-t.test('bodies over BODY_LIMIT_BYTES get 413 on every operation that takes one, and odd content types 415', async (t) => {
+t.test('bodies over BODY_LIMIT_BYTES get 413 on every operation that takes one, and odd content types 415', async t => {
   const app = await build(t, { env: { BODY_LIMIT_BYTES: '2048' } })
   const creator = await createCreator(app)
   const ops = (['v1', 'v2'] as const).flatMap(v => operationsOf(app.openapi(v), v)).filter(o => o.op.requestBody)
@@ -201,9 +245,21 @@ t.test('bodies over BODY_LIMIT_BYTES get 413 on every operation that takes one, 
   const oddTypes: string[] = []
   for (const { method, path } of ops) {
     const url = path.replace(/\{\w+\}/g, randomUUID())
-    const big = await app.inject({ method: method as 'POST', url, headers: { ...creator.headers, 'content-type': 'application/json' }, payload: JSON.stringify({ title: 'x'.repeat(4096) }) })
+    const big = await app.inject({
+      method: method as 'POST',
+      url,
+      headers: { ...creator.headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ title: 'x'.repeat(4096) })
+    })
     if (big.statusCode !== 413 || json(big).code !== 'PayloadTooLarge') tooBig.push(`${method} ${path}: ${big.statusCode} ${json(big).code}`)
-    for (const type of ['text/plain', 'application/xml', 'application/json\tx', ' application/json', 'application/json ;', 'text/html; charset=utf-8']) {
+    for (const type of [
+      'text/plain',
+      'application/xml',
+      'application/json\tx',
+      ' application/json',
+      'application/json ;',
+      'text/html; charset=utf-8'
+    ]) {
       const odd = await app.inject({ method: method as 'POST', url, headers: { ...creator.headers, 'content-type': type }, payload: '{"title":"x"}' })
       if (odd.statusCode !== 415) oddTypes.push(`${method} ${path} with ${JSON.stringify(type)}: ${odd.statusCode}`)
     }
@@ -213,7 +269,7 @@ t.test('bodies over BODY_LIMIT_BYTES get 413 on every operation that takes one, 
   t.same(await counts(app), before, 'nothing was written')
 })
 
-t.test('SQL metacharacters in every filter and sort: 422 or a normal answer, never 5xx, tables intact', async (t) => {
+t.test('SQL metacharacters in every filter and sort: 422 or a normal answer, never 5xx, tables intact', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const user = await createUser(app)
@@ -244,15 +300,28 @@ t.test('SQL metacharacters in every filter and sort: 422 or a normal answer, nev
   t.same(await counts(app), before, 'every table is still there with the same rows')
 })
 
-t.test('path traversal and malformed ids in every path parameter: 422, never a file or a 5xx', async (t) => {
+t.test('path traversal and malformed ids in every path parameter: 422, never a file or a 5xx', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const ops = (['v1', 'v2'] as const).flatMap(v => operationsOf(app.openapi(v), v)).filter(o => o.path.includes('{'))
   const wrong: string[] = []
   for (const { method, path } of ops) {
-    for (const id of ['..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f%2e%2e%2fetc%2fpasswd', '..%5C..%5Cwindows', '%252e%252e%252f', '%00', '%E0%A4%A', 'x'.repeat(300)]) {
+    for (const id of [
+      '..%2F..%2Fetc%2Fpasswd',
+      '%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+      '..%5C..%5Cwindows',
+      '%252e%252e%252f',
+      '%00',
+      '%E0%A4%A',
+      'x'.repeat(300)
+    ]) {
       const url = path.replace(/\{\w+\}/, id).replace(/\{\w+\}/g, randomUUID())
-      const res = await app.inject({ method: method as 'GET', url, headers: { ...creator.headers, ...(method === 'GET' || method === 'DELETE' ? {} : { 'content-type': 'application/json' }) }, payload: method === 'GET' || method === 'DELETE' ? undefined : '{}' })
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: { ...creator.headers, ...(method === 'GET' || method === 'DELETE' ? {} : { 'content-type': 'application/json' }) },
+        payload: method === 'GET' || method === 'DELETE' ? undefined : '{}'
+      })
       if (res.statusCode !== 422 || !/problem\+json/.test(String(res.headers['content-type']))) {
         wrong.push(`${method} ${url}: ${res.statusCode} ${res.body.slice(0, 160)}`)
       }
@@ -264,7 +333,7 @@ t.test('path traversal and malformed ids in every path parameter: 422, never a f
   t.notMatch(res.body, /root:/)
 })
 
-t.test('mass assignment: owner, role and id fields in any body are refused with 422', async (t) => {
+t.test('mass assignment: owner, role and id fields in any body are refused with 422', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const user = await createUser(app)
@@ -276,19 +345,27 @@ t.test('mass assignment: owner, role and id fields in any body are refused with 
       const who = op.operationId === 'createProfile' || op.operationId === 'createToken' ? {} : creator.headers
       const res = await app.inject({ method: method as 'POST', url, headers: who, payload: { [field]: field.startsWith('is_') ? true : user.id } })
       const body = json(res)
-      if (res.statusCode !== 422 || !(body.errors ?? []).some((e: { field: string, rule: string }) => e.field === `/${field}` && e.rule === 'additionalProperties')) {
+      if (
+        res.statusCode !== 422 ||
+        !(body.errors ?? []).some((e: { field: string; rule: string }) => e.field === `/${field}` && e.rule === 'additionalProperties')
+      ) {
         assigned.push(`${method} ${path} with ${field}: ${res.statusCode} ${res.body.slice(0, 200)}`)
       }
     }
   }
   t.same(assigned, [], `${ops.length} operations refuse unknown properties`)
-  const me = await app.inject({ method: 'PUT', url: '/v1/profiles/me', headers: user.headers, payload: { first_name: 'Eve', is_creator: true, is_active: true } })
+  const me = await app.inject({
+    method: 'PUT',
+    url: '/v1/profiles/me',
+    headers: user.headers,
+    payload: { first_name: 'Eve', is_creator: true, is_active: true }
+  })
   t.equal(me.statusCode, 422)
   const row = await app.db.selectFrom('user').select(['is_creator']).where('id', '=', user.id).executeTakeFirstOrThrow()
   t.notOk(row.is_creator, 'still not a creator')
 })
 
-t.test('broken object level authorisation: another user can neither read nor change what is not theirs', async (t) => {
+t.test('broken object level authorisation: another user can neither read nor change what is not theirs', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app) // a creator too, so that UserNotCreator cannot mask the ownership check
@@ -301,7 +378,11 @@ t.test('broken object level authorisation: another user can neither read nor cha
 
   const owned = authenticatedOps(app).filter(o => tokenRequired(o) && o.path.includes('{'))
   const unlisted = owned.filter(o => !OWNERSHIP[o.op.operationId])
-  t.same(unlisted.map(o => `${o.method} ${o.path} (${o.op.operationId})`), [], 'every authenticated operation on an id has an ownership entry here')
+  t.same(
+    unlisted.map(o => `${o.method} ${o.path} (${o.op.operationId})`),
+    [],
+    'every authenticated operation on an id has an ownership entry here'
+  )
 
   const before = await counts(app)
   const broken: string[] = []
@@ -311,13 +392,21 @@ t.test('broken object level authorisation: another user can neither read nor cha
     attacked++
     const names = [...path.matchAll(/\{(\w+)\}/g)].map(m => m[1])
     const missing = names.filter(n => !ids[n]?.length)
-    if (missing.length > 0) { broken.push(`${method} ${path}: no seeded ${missing.join(', ')} to attack`); continue }
+    if (missing.length > 0) {
+      broken.push(`${method} ${path}: no seeded ${missing.join(', ')} to attack`)
+      continue
+    }
     const url = path.replace(/\{(\w+)\}/g, (_m, n: string) => ids[n][0])
     const schema = op.requestBody?.content?.['application/json']?.schema
     const bodies = schema ? fc.sample(gen.valid(schema, true), { numRuns: 8, seed: 7 }) : [undefined]
     let answered = false
     for (const body of bodies) {
-      const res = await app.inject({ method: method as 'POST', url, headers: other.headers, ...(body === undefined ? {} : { payload: body as object }) })
+      const res = await app.inject({
+        method: method as 'POST',
+        url,
+        headers: other.headers,
+        ...(body === undefined ? {} : { payload: body as object })
+      })
       if (res.statusCode === 422) continue // this sample broke a rule: try another
       answered = true
       const code = json(res).code as string
@@ -333,7 +422,7 @@ t.test('broken object level authorisation: another user can neither read nor cha
   t.same(await counts(app), before, 'nothing was created, changed away or deleted')
 })
 
-t.test('rate limits answer 429 RateLimited with Retry-After', async (t) => {
+t.test('rate limits answer 429 RateLimited with Retry-After', async t => {
   const app = await build(t, { env: { RATE_LIMIT_MAX: '3', AUTH_RATE_LIMIT_MAX: '2' } })
   const statuses: number[] = []
   let last
@@ -352,7 +441,9 @@ t.test('rate limits answer 429 RateLimited with Retry-After', async (t) => {
   const user = await createUser(auth)
   const tries = []
   for (let i = 0; i < 4; i++) {
-    tries.push((await auth.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: user.username, password: 'wrong password!!' } })).statusCode)
+    tries.push(
+      (await auth.inject({ method: 'POST', url: '/v1/auth/token', payload: { username: user.username, password: 'wrong password!!' } })).statusCode
+    )
   }
   t.same(tries, [401, 401, 429, 429], 'password guessing is slowed down')
 })

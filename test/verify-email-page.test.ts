@@ -11,7 +11,11 @@ import { build, json } from './helper.js'
  */
 
 async function signUpAndDeliver (app: FastifyInstance) {
-  const res = await app.inject({ method: 'POST', url: '/v1/profiles', payload: { username: 'ada', email: 'ada@example.com', password: PASSWORD, first_name: 'Ada' } })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/profiles',
+    payload: { username: 'ada', email: 'ada@example.com', password: PASSWORD, first_name: 'Ada' }
+  })
   if (res.statusCode !== 201) throw new Error(`sign-up: ${res.statusCode} ${res.body}`)
   t.same(await app.outbox.runOnce(), { claimed: 1, sent: 1, failed: 0 })
   const [file] = readdirSync(app.outbox.mailDir).filter(f => f.endsWith('.eml'))
@@ -29,15 +33,20 @@ function linkOf (eml: string): URL {
   if (!match) throw new Error(`no link line in:\n${eml}`)
   return new URL(match[1])
 }
-function formOf (html: string): { action: string, fields: URLSearchParams } {
+function formOf (html: string): { action: string; fields: URLSearchParams } {
   const action = /<form method="post" action="([^"]+)">/.exec(html)?.[1]
   if (!action) throw new Error(`no form in:\n${html}`)
   const fields = new URLSearchParams()
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields.append(m[1], m[2].replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c))))
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields.append(
+      m[1],
+      m[2].replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)))
+    )
+  }
   return { action, fields }
 }
 
-t.test('the .eml is plain 7-bit text: the link stands on one line, copied as written', async (t) => {
+t.test('the .eml is plain 7-bit text: the link stands on one line, copied as written', async t => {
   const app = await build(t)
   const { eml } = await signUpAndDeliver(app)
   t.match(eml, /^Content-Transfer-Encoding: 7bit$/m)
@@ -45,13 +54,17 @@ t.test('the .eml is plain 7-bit text: the link stands on one line, copied as wri
   t.match(linkOf(eml).href, /^http:\/\/127\.0\.0\.1:3000\/verify-email\?token=[\w-]{22}$/)
 })
 
-t.test('opening the link shows a form and verifies nothing; pressing its button verifies the address', async (t) => {
+t.test('opening the link shows a form and verifies nothing; pressing its button verifies the address', async t => {
   const logs: string[] = []
   const app = await build(t, { logs })
   const { eml, headers } = await signUpAndDeliver(app)
   const link = linkOf(eml)
 
-  const opened = await app.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } })
+  const opened = await app.inject({
+    method: 'GET',
+    url: `${link.pathname}${link.search}`,
+    headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }
+  })
   t.equal(opened.statusCode, 200)
   t.match(opened.headers['content-type'], /^text\/html; charset=utf-8/)
   t.equal(opened.headers['cache-control'], 'no-store')
@@ -62,26 +75,44 @@ t.test('opening the link shows a form and verifies nothing; pressing its button 
   const form = formOf(opened.body)
   const action = new URL(form.action, link)
   t.equal(action.pathname, '/verify-email', 'the form posts back to the page')
-  t.notOk(action.search, 'the token is not in the form\'s URL')
-  const pressed = await app.inject({ method: 'POST', url: action.pathname, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: form.fields.toString() })
+  t.notOk(action.search, "the token is not in the form's URL")
+  const pressed = await app.inject({
+    method: 'POST',
+    url: action.pathname,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: form.fields.toString()
+  })
   t.equal(pressed.statusCode, 200)
   t.match(pressed.body, /Your e-mail address is confirmed/)
   t.equal(await verified(app, headers), true)
 
-  const again = await app.inject({ method: 'POST', url: '/verify-email', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: form.fields.toString() })
+  const again = await app.inject({
+    method: 'POST',
+    url: '/verify-email',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: form.fields.toString()
+  })
   t.equal(again.statusCode, 200, 'pressing twice is harmless')
 
   const token = link.searchParams.get('token')!
-  t.same(logs.filter(l => l.includes(token)), [], 'no log line holds the token')
-  t.ok(logs.some(l => l.includes('/verify-email?token=[redacted]')), 'the request line shows the link redacted')
+  t.same(
+    logs.filter(l => l.includes(token)),
+    [],
+    'no log line holds the token'
+  )
+  t.ok(
+    logs.some(l => l.includes('/verify-email?token=[redacted]')),
+    'the request line shows the link redacted'
+  )
 })
 
-t.test('a broken, tampered or missing token gets a readable page, and verifies nothing', async (t) => {
+t.test('a broken, tampered or missing token gets a readable page, and verifies nothing', async t => {
   const app = await build(t)
   const { eml, headers } = await signUpAndDeliver(app)
   const token = linkOf(eml).searchParams.get('token')!
   const tampered = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`
-  const post = (body: string) => app.inject({ method: 'POST', url: '/verify-email', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: body })
+  const post = (body: string) =>
+    app.inject({ method: 'POST', url: '/verify-email', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: body })
 
   const bad = await post(`token=${encodeURIComponent(tampered)}`)
   t.equal(bad.statusCode, 422)
@@ -100,9 +131,14 @@ t.test('a broken, tampered or missing token gets a readable page, and verifies n
   t.equal(await verified(app, headers), true)
 })
 
-t.test('the page takes only a form; every other token name in its query is still refused', async (t) => {
+t.test('the page takes only a form; every other token name in its query is still refused', async t => {
   const app = await build(t)
-  const json415 = await app.inject({ method: 'POST', url: '/verify-email', headers: { 'content-type': 'application/json' }, payload: '{"token":"x.y"}' })
+  const json415 = await app.inject({
+    method: 'POST',
+    url: '/verify-email',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"token":"x.y"}'
+  })
   t.equal(json415.statusCode, 415)
   const elsewhere = await app.inject({ method: 'GET', url: '/v1/posts?token=abc' })
   t.equal(elsewhere.statusCode, 400, 'token in the query of an API route: still TokenInQuery')

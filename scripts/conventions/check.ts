@@ -15,7 +15,7 @@ export interface RouteInfo {
 
 export interface TableInfo {
   name: string
-  columns: Array<{ name: string, dataType: string }>
+  columns: Array<{ name: string; dataType: string }>
 }
 
 export interface Finding {
@@ -36,7 +36,7 @@ export const DECLARED = {
     '/auth/token': 'the RFC 6749 token endpoint (an action route)',
     '/email-verifications': 'a plural noun; its first word is "email" the noun, not the action verb',
     '/courses/{courseId}/chapters/{chapterId}/lessons': 'the one three-level path (lessons)',
-    '/profiles/me/password': 'the caller\'s password, one per account: a singular sub-resource replaced by PUT (DESIGN.md §7)',
+    '/profiles/me/password': "the caller's password, one per account: a singular sub-resource replaced by PUT (DESIGN.md §7)",
     '/profiles/me/email-changes': 'a plural noun; its first word is "email" the noun (changes of address), as /email-verifications',
     '/password-resets/confirmations': 'confirmations of password resets, found by the token in their body, never by a URL (DESIGN.md §7)'
   } as Record<string, string>,
@@ -51,19 +51,23 @@ export const DECLARED = {
   collections: {
     '/auth/token': { without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'the RFC 6749 token endpoint: it issues a token, not a resource' },
     '/email-verifications': {
-      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'confirms an address with a mailed token; nothing is made to read or change'
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      reason: 'confirms an address with a mailed token; nothing is made to read or change'
     },
     '/media': { without: ['PUT', 'PATCH'], reason: 'the bytes of a medium never change: upload a new file, then delete the old one' },
     '/password-resets': {
-      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'asks for a mailed link (202 whatever the address): nothing is made that a client may read'
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      reason: 'asks for a mailed link (202 whatever the address): nothing is made that a client may read'
     },
     '/password-resets/confirmations': {
-      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'spends a mailed token on a new password, as /email-verifications does: nothing to read or change'
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      reason: 'spends a mailed token on a new password, as /email-verifications does: nothing to read or change'
     },
     '/profiles/me/email-changes': {
-      without: ['GET', 'PUT', 'PATCH', 'DELETE'], reason: 'asks for a link to the new address (202); the change takes effect when the link is opened'
+      without: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      reason: 'asks for a link to the new address (202); the change takes effect when the link is opened'
     }
-  } as Record<string, { without: string[], reason: string }>
+  } as Record<string, { without: string[]; reason: string }>
 }
 
 // verify-email, reset-password: the HTML pages mailed links open, outside the JSON API
@@ -75,10 +79,44 @@ const CAMEL_ID = /^[a-z][a-zA-Z0-9]*Id$/
 const TOKEN_LIKE = /(^|_)(access_?)?(token|jwt|secret|password|api_?key|apikey|auth|authorization|bearer|session)s?($|_)/i
 const UNCOUNTABLE = new Set(['media', 'data', 'metadata', 'news', 'series'])
 const VERBS = new Set([
-  'get', 'list', 'create', 'update', 'delete', 'remove', 'add', 'set', 'fetch', 'find', 'search', 'send',
-  'resend', 'publish', 'unpublish', 'upload', 'download', 'login', 'logout', 'signin', 'signup', 'register',
-  'activate', 'deactivate', 'ban', 'unban', 'grant', 'revoke', 'approve', 'reject', 'cancel', 'reset', 'verify',
-  'edit', 'save', 'submit', 'email', 'token'
+  'get',
+  'list',
+  'create',
+  'update',
+  'delete',
+  'remove',
+  'add',
+  'set',
+  'fetch',
+  'find',
+  'search',
+  'send',
+  'resend',
+  'publish',
+  'unpublish',
+  'upload',
+  'download',
+  'login',
+  'logout',
+  'signin',
+  'signup',
+  'register',
+  'activate',
+  'deactivate',
+  'ban',
+  'unban',
+  'grant',
+  'revoke',
+  'approve',
+  'reject',
+  'cancel',
+  'reset',
+  'verify',
+  'edit',
+  'save',
+  'submit',
+  'email',
+  'token'
 ])
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
 
@@ -132,21 +170,29 @@ export function checkPaths (routes: RouteInfo[]): Finding[] {
   for (const route of resourceRoutes(routes)) {
     const path = normalisePath(route.url)
     const add = (rule: string, message: string) => findings.push({ rule, where: where(route), message })
-    if (!VERSIONED.test(path)) { add('path-versioned', 'resource routes live under a version prefix (/v1, /v2)'); continue }
+    if (!VERSIONED.test(path)) {
+      add('path-versioned', 'resource routes live under a version prefix (/v1, /v2)')
+      continue
+    }
     const segments = resourceSegments(path)
-    if (segments.length === 0) { add('path-collection', 'a version prefix alone is not a resource'); continue }
+    if (segments.length === 0) {
+      add('path-collection', 'a version prefix alone is not a resource')
+      continue
+    }
     const declared = declaredPath(path)
     let collections = 0
     segments.forEach((segment, i) => {
       const last = i === segments.length - 1
       if (i % 2 === 0) {
         // collection position (or, last and after an identifier, a declared action)
-        if (isParam(segment)) { add('path-collection-then-id', `"${segment}" stands where a collection belongs`); return }
+        if (isParam(segment)) {
+          add('path-collection-then-id', `"${segment}" stands where a collection belongs`)
+          return
+        }
         if (!KEBAB.test(segment)) add('path-kebab-case', `"${segment}" is not kebab-case`)
         const action = last && i > 0 && DECLARED.actions.includes(segment)
         if (action || declared) return
-        if (VERBS.has(segment.split('-')[0])) add('path-verb', `"${segment}" is a verb; only declared action routes (${DECLARED.actions.join(', ')}) may end in one`)
-        else if (!isPlural(segment)) add('path-plural', `"${segment}" is not a plural noun`)
+        if (VERBS.has(segment.split('-')[0])) { add('path-verb', `"${segment}" is a verb; only declared action routes (${DECLARED.actions.join(', ')}) may end in one`) } else if (!isPlural(segment)) add('path-plural', `"${segment}" is not a plural noun`)
         collections++
       } else {
         // identifier position
@@ -178,7 +224,13 @@ export function checkPathParams (routes: RouteInfo[]): Finding[] {
     })
   }
   for (const [collection, set] of names) {
-    if (set.size > 1) findings.push({ rule: 'param-name', where: `/${collection}/{…}`, message: `one parameter has several names: ${[...set].map(n => `{${n}}`).join(', ')}` })
+    if (set.size > 1) {
+      findings.push({
+        rule: 'param-name',
+        where: `/${collection}/{…}`,
+        message: `one parameter has several names: ${[...set].map(n => `{${n}}`).join(', ')}`
+      })
+    }
   }
   return findings
 }
@@ -261,11 +313,12 @@ export function checkRouteSchemas (routes: RouteInfo[], schemas: SchemaMap): Fin
     const schema = route.schema ?? {}
     const add = (rule: string, message: string) => findings.push({ rule, where: where(route), message })
     if (isOperational(path) && schema.hide) continue
-    if (schema.hide) { add('schema-documented', 'a resource route must not hide itself from the contract'); continue }
+    if (schema.hide) {
+      add('schema-documented', 'a resource route must not hide itself from the contract')
+      continue
+    }
 
-    if (typeof schema.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(schema.operationId)) add('schema-operation-id', 'needs a camelCase operationId')
-    else if (operationIds.has(schema.operationId)) add('schema-operation-id', `operationId ${schema.operationId} is also used by ${operationIds.get(schema.operationId)}`)
-    else operationIds.set(schema.operationId, where(route))
+    if (typeof schema.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(schema.operationId)) { add('schema-operation-id', 'needs a camelCase operationId') } else if (operationIds.has(schema.operationId)) { add('schema-operation-id', `operationId ${schema.operationId} is also used by ${operationIds.get(schema.operationId)}`) } else operationIds.set(schema.operationId, where(route))
     if (!Array.isArray(schema.tags) || schema.tags.length === 0) add('schema-tags', 'needs tags')
     if (typeof schema.summary !== 'string' || schema.summary === '') add('schema-summary', 'needs a summary')
 
@@ -287,7 +340,9 @@ export function checkRouteSchemas (routes: RouteInfo[], schemas: SchemaMap): Fin
     for (const status of statuses.filter(s => /^[45]/.test(s))) {
       if (!isProblemRef(response[status], schemas)) add('schema-errors', `${status} response is not the catalogue Problem`)
       else if (!CATALOGUE_STATUSES.has(Number(status))) add('schema-errors', `${status} is no status of the error catalogue`)
-      const codes = String((response[status] as any)?.description ?? '').split(' | ').filter(Boolean)
+      const codes = String((response[status] as any)?.description ?? '')
+        .split(' | ')
+        .filter(Boolean)
       for (const code of codes) {
         const entry = (problems as Record<string, { status: number }>)[code]
         if (entry && entry.status !== Number(status)) add('schema-errors', `${code} is a ${entry.status}, declared under ${status}`)
@@ -313,10 +368,12 @@ export function checkLists (routes: RouteInfo[], schemas: SchemaMap): Finding[] 
     const add = (message: string) => findings.push({ rule: 'list', where: where(route), message })
     const query = resolve(route.schema?.querystring, schemas)?.properties ?? {}
     const limit = resolve(query.limit, schemas)
-    if (limit?.type !== 'integer' || !(limit.minimum >= 1) || typeof limit.maximum !== 'number') add('needs an integer limit with minimum 1 and a maximum')
+    if (limit?.type !== 'integer' || !(limit.minimum >= 1) || typeof limit.maximum !== 'number') { add('needs an integer limit with minimum 1 and a maximum') }
     const offset = resolve(query.offset, schemas)
     const cursor = resolve(query.cursor, schemas)
-    if (cursor?.type === 'string') { /* a keyset list (v2): the cursor replaces offset */ } else if (offset?.type !== 'integer' || offset.minimum !== 0) add('needs an integer offset with minimum 0')
+    if (cursor?.type === 'string') {
+      /* a keyset list (v2): the cursor replaces offset */
+    } else if (offset?.type !== 'integer' || offset.minimum !== 0) add('needs an integer offset with minimum 0')
     const ok = resolve(responseSchema(route.schema?.response?.['200']), schemas)
     const plural = snake(last)
     const items = resolve(ok?.properties?.[plural], schemas)
@@ -329,11 +386,18 @@ export function checkLists (routes: RouteInfo[], schemas: SchemaMap): Finding[] 
 type Part = 'input' | 'output'
 
 /** Calls `visit(name, schema, part)` for every property of every body, query and response schema. */
-function eachProperty (routes: RouteInfo[], schemas: SchemaMap, visit: (route: RouteInfo, name: string, schema: any, part: Part, path: string) => void): void {
+function eachProperty (
+  routes: RouteInfo[],
+  schemas: SchemaMap,
+  visit: (route: RouteInfo, name: string, schema: any, part: Part, path: string) => void
+): void {
   for (const route of routes) {
     const schema = route.schema ?? {}
     if (schema.hide) continue
-    const parts: Array<[any, Part, string]> = [[schema.body, 'input', 'body'], [schema.querystring, 'input', 'query']]
+    const parts: Array<[any, Part, string]> = [
+      [schema.body, 'input', 'body'],
+      [schema.querystring, 'input', 'query']
+    ]
     for (const [status, entry] of Object.entries(schema.response ?? {})) parts.push([responseSchema(entry), 'output', `response ${status}`])
     for (const [root, part, label] of parts) {
       const seen = new Set<any>()
@@ -361,13 +425,16 @@ export function checkProperties (routes: RouteInfo[], schemas: SchemaMap): Findi
   eachProperty(routes, schemas, (route, name, schema, part, at) => {
     const add = (rule: string, message: string) => {
       const key = `${rule} ${where(route)} ${at}`
-      if (!keys.has(key)) { keys.add(key); findings.push({ rule, where: where(route), message }) }
+      if (!keys.has(key)) {
+        keys.add(key)
+        findings.push({ rule, where: where(route), message })
+      }
     }
     if (!SNAKE.test(name)) add('property-snake-case', `${at}: "${name}" is not snake_case`)
     if (/_at$/.test(name) && !isDateTime(schema, part, schemas)) {
       add('property-date-time', `${at}: a *_at property must use the shared DateTime schema${part === 'input' ? ' (or DateTimeInput)' : ''}`)
     }
-    if (/_date$/.test(name) && !hasBranch(schema, schemas, s => s.format === 'date')) add('property-date', `${at}: a *_date property must use the shared DateOnly schema`)
+    if (/_date$/.test(name) && !hasBranch(schema, schemas, s => s.format === 'date')) { add('property-date', `${at}: a *_date property must use the shared DateOnly schema`) }
   })
   return findings
 }
@@ -391,8 +458,7 @@ export function checkQueryNames (routes: RouteInfo[], schemas: SchemaMap): Findi
   const findings: Finding[] = []
   for (const route of routes) {
     for (const name of Object.keys(resolve(route.schema?.querystring, schemas)?.properties ?? {})) {
-      if (TOKEN_LIKE.test(name) && !(route.config?.linkToken === true && name === 'token')) findings.push({ rule: 'query-no-token', where: where(route), message: `query parameter "${name}" is named like a credential` })
-      else if (!SNAKE.test(name)) findings.push({ rule: 'query-snake-case', where: where(route), message: `query parameter "${name}" is not snake_case` })
+      if (TOKEN_LIKE.test(name) && !(route.config?.linkToken === true && name === 'token')) { findings.push({ rule: 'query-no-token', where: where(route), message: `query parameter "${name}" is named like a credential` }) } else if (!SNAKE.test(name)) { findings.push({ rule: 'query-snake-case', where: where(route), message: `query parameter "${name}" is not snake_case` }) }
     }
   }
   return findings
@@ -412,15 +478,15 @@ export function checkTables (tables: TableInfo[]): Finding[] {
     const add = (rule: string, message: string, column?: string) =>
       findings.push({ rule, where: `table ${table.name}${column ? `.${column}` : ''}`, message })
     if (!SNAKE.test(table.name)) add('table-snake-case', `"${table.name}" is not snake_case`)
-    else if (isPlural(table.name) && !UNCOUNTABLE.has(table.name.split('_').pop()!)) add('table-singular', `"${table.name}" is plural; tables are singular`)
+    else if (isPlural(table.name) && !UNCOUNTABLE.has(table.name.split('_').pop()!)) { add('table-singular', `"${table.name}" is plural; tables are singular`) }
     for (const column of table.columns) {
       const { name, dataType } = column
       if (!SNAKE.test(name)) add('column-snake-case', `"${name}" is not snake_case`, name)
       if (TIMESTAMP_TYPE.test(dataType) && !name.endsWith('_at')) add('column-at', `a date-time column (${dataType}) must end in _at`, name)
       if (DATE_TYPE.test(dataType) && !name.endsWith('_date')) add('column-date', 'a date column must end in _date', name)
       // SQLite keeps both as ISO text, so text is accepted there.
-      if (name.endsWith('_at') && !TIMESTAMP_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) add('column-at', `an _at column must hold date-times, not ${dataType}`, name)
-      if (name.endsWith('_date') && !DATE_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) add('column-date', `a _date column must hold dates, not ${dataType}`, name)
+      if (name.endsWith('_at') && !TIMESTAMP_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) { add('column-at', `an _at column must hold date-times, not ${dataType}`, name) }
+      if (name.endsWith('_date') && !DATE_TYPE.test(dataType) && !TEXT_TYPE.test(dataType)) { add('column-date', `a _date column must hold dates, not ${dataType}`, name) }
     }
   }
   return findings
@@ -429,7 +495,7 @@ export function checkTables (tables: TableInfo[]): Finding[] {
 // ---------------------------------------------------------------------------------------------
 
 /** Every rule over one app's routes and tables. */
-export function checkAll (input: { routes: RouteInfo[], schemas: SchemaMap, tables: TableInfo[] }): Finding[] {
+export function checkAll (input: { routes: RouteInfo[]; schemas: SchemaMap; tables: TableInfo[] }): Finding[] {
   const { routes, schemas, tables } = input
   return [
     ...checkPaths(routes),

@@ -34,7 +34,13 @@ const PASSWORD_GUESSES = 5
 const PASSWORD = 'correct horse battery staple'
 
 // ---------------------------------------------------------------- HTTP through the balancer
-interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string, json: any, servedBy?: string }
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+  json: any
+  servedBy?: string
+}
 interface CallOptions {
   body?: unknown
   headers?: Record<string, string>
@@ -56,16 +62,21 @@ const clientAddress = () => `127.${1 + (randomBytes(1)[0] % 254)}.${randomBytes(
 
 /** One request on its own connection (scripts/proc.ts), through HAProxy unless `port` names an instance. */
 async function call (fleet: Fleet, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
-  const res = await request({
-    port: o.port ?? fleet.haproxy.port,
-    ...(o.from ? { localAddress: o.from } : {}),
-    method,
-    path,
-    timeout: 20_000,
-    headers: { 'x-forwarded-for': o.ip ?? randomIp(), ...(o.instance ? { 'x-fleet-instance': o.instance } : {}), ...o.headers }
-  }, o.body)
+  const res = await request(
+    {
+      port: o.port ?? fleet.haproxy.port,
+      ...(o.from ? { localAddress: o.from } : {}),
+      method,
+      path,
+      timeout: 20_000,
+      headers: { 'x-forwarded-for': o.ip ?? randomIp(), ...(o.instance ? { 'x-fleet-instance': o.instance } : {}), ...o.headers }
+    },
+    o.body
+  )
   let json: unknown
-  try { json = JSON.parse(res.body) } catch {}
+  try {
+    json = JSON.parse(res.body)
+  } catch {}
   return { ...res, json, servedBy: res.headers['x-served-by'] as string | undefined }
 }
 
@@ -73,7 +84,14 @@ const direct = (instance: Instance, path: string, headers: Record<string, string
   request({ port: instance.port, path, headers }).catch(() => ({ status: 0, body: '' }))
 
 // ---------------------------------------------------------------- load
-interface Outcome { status: number | string, servedBy?: string, startedAt: number, endedAt: number, id?: string, answer?: Answer }
+interface Outcome {
+  status: number | string
+  servedBy?: string
+  startedAt: number
+  endedAt: number
+  id?: string
+  answer?: Answer
+}
 
 /** `loops` clients sending `next()`'s request back to back until stopped; every outcome kept. */
 function load (send: (n: number) => Promise<Answer>, loops: number) {
@@ -93,10 +111,20 @@ function load (send: (n: number) => Promise<Answer>, loops: number) {
       }
     }
   })
-  return { outcomes, stop: async () => { running = false; await Promise.all(all) } }
+  return {
+    outcomes,
+    stop: async () => {
+      running = false
+      await Promise.all(all)
+    }
+  }
 }
 
-const tally = (outcomes: Outcome[]) => outcomes.reduce<Record<string, number>>((a, o) => { a[o.status] = (a[o.status] ?? 0) + 1; return a }, {})
+const tally = (outcomes: Outcome[]) =>
+  outcomes.reduce<Record<string, number>>((a, o) => {
+    a[o.status] = (a[o.status] ?? 0) + 1
+    return a
+  }, {})
 
 // ---------------------------------------------------------------- the fleet
 /** A Redis of the fleet's own on `port`, fresh (it keeps nothing), answering before this returns. */
@@ -104,14 +132,24 @@ async function startRedis (port: number) {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   probe.on('error', () => {}) // refused until the server listens
-  for (let i = 0; i < 100 && !await probe.connect().then(() => true, () => false); i++) await sleep(50)
+  for (
+    let i = 0;
+    i < 100 &&
+    !(await probe.connect().then(
+      () => true,
+      () => false
+    ));
+    i++
+  ) { await sleep(50) }
   probe.disconnect()
   return child
 }
 const REDIS_PORT = await freePort()
 const REDIS_URL = `redis://127.0.0.1:${REDIS_PORT}`
 let redisServer = await startRedis(REDIS_PORT)
-t.teardown(() => { redisServer.kill('SIGKILL') })
+t.teardown(() => {
+  redisServer.kill('SIGKILL')
+})
 for (const bin of ['promtool', 'prometheus']) {
   if (spawnSync(bin, ['--version']).error) throw new Error(`${bin} is not installed (Debian: apt-get install -y --no-install-recommends prometheus)`)
 }
@@ -152,8 +190,12 @@ const fleet = await startFleet({
 })
 t.teardown(() => fleet.stop())
 // `timeout` (test.sh) ends a stuck run with SIGTERM: take the fleet and its database down with it
-process.once('SIGTERM', () => { void fleet.stop().finally(() => process.exit(1)) })
-t.comment(`fleet up in ${Date.now() - started} ms on ${OLD.name} (the release to upgrade from): ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`)
+process.once('SIGTERM', () => {
+  void fleet.stop().finally(() => process.exit(1))
+})
+t.comment(
+  `fleet up in ${Date.now() - started} ms on ${OLD.name} (the release to upgrade from): ${fleet.url}, ${fleet.instances.map(i => `${i.name}:${i.port}`).join(' ')}, PostgreSQL :${fleet.postgres!.port}, Redis ${REDIS_URL}, SMTP ${smtp.url}`
+)
 const NAMES = fleet.instances.map(i => i.name)
 
 const db = new pg.Pool({ connectionString: fleet.databaseUrl, max: 3 })
@@ -168,7 +210,8 @@ async function countIn (table: string, ids: string[]): Promise<number> {
 
 /** A new user with a verified address (the link sign-up queued, read from the database); a creator if asked. */
 async function signUp (creator: boolean) {
-  const mail = async (email: string) => (await db.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT])).rows[0]?.body
+  const mail = async (email: string) =>
+    (await db.query('select body from outbox_message where to_address = $1 and subject = $2', [email, VERIFICATION_SUBJECT])).rows[0]?.body
   const user = await signUpVerified((method, path, body) => call(fleet, method, path, { body }), mail, `fleet-${randomUUID().slice(0, 8)}`, PASSWORD)
   // becoming a creator is an operator action (the CLI), done here in the database
   if (creator) await db.query('update "user" set is_creator = true where username = $1', [user.username])
@@ -187,7 +230,7 @@ const upgradeWrite = (label: string) => (n: number) =>
   })
 const migrationNames = async () => (await db.query('select name from kysely_migration order by name')).rows.map(r => r.name as string)
 
-t.test('an upgrade whose migration fails stops, the old release serving on every instance and the database as it was', async (t) => {
+t.test('an upgrade whose migration fails stops, the old release serving on every instance and the database as it was', async t => {
   const before = await migrationNames()
   const failing = failingBuild(OLD.commit)
   t.teardown(() => failing.dispose())
@@ -195,14 +238,18 @@ t.test('an upgrade whose migration fails stops, the old release serving on every
   await t.rejects(rollingUpgrade(fleet, failing), /roja1 did not come up on .*failing migration; the upgrade stopped/)
   await reads.stop()
   t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, `every read succeeded (${reads.outcomes.length})`)
-  t.same(fleet.instances.map(i => i.build.name), NAMES.map(() => OLD.name), 'every instance runs the old release')
+  t.same(
+    fleet.instances.map(i => i.build.name),
+    NAMES.map(() => OLD.name),
+    'every instance runs the old release'
+  )
   t.same(await fleet.haproxy.states(), Object.fromEntries(NAMES.map(n => [n, 'UP'])), 'and takes requests')
   t.same(await migrationNames(), before, 'the database is at its previous version')
   t.equal((await db.query("select to_regclass('upgrade_probe') as probe")).rows[0].probe, null, 'with nothing of the failed migration')
   t.notOk(existsSync(join(fleet.dir, 'upgrade.lock')), 'and the upgrade lock released')
 })
 
-t.test('a rolling upgrade to this tree under load fails no request and loses no write; a second one meanwhile is refused', async (t) => {
+t.test('a rolling upgrade to this tree under load fails no request and loses no write; a second one meanwhile is refused', async t => {
   const before = await migrationNames()
   const writes = load(upgradeWrite('upgrade'), 4)
   const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
@@ -215,18 +262,28 @@ t.test('a rolling upgrade to this tree under load fails no request and loses no 
   await sleep(1000)
   await Promise.all([writes.stop(), reads.stop()])
   const all = [...writes.outcomes, ...reads.outcomes]
-  t.comment(`upgrade of ${steps.length} instances in ${took} ms; ${all.length} requests (${writes.outcomes.length} writes), ` +
-    `outcomes ${JSON.stringify(tally(all))}`)
+  t.comment(
+    `upgrade of ${steps.length} instances in ${took} ms; ${all.length} requests (${writes.outcomes.length} writes), ` +
+      `outcomes ${JSON.stringify(tally(all))}`
+  )
   t.same(tally(writes.outcomes), { 201: writes.outcomes.length }, 'every write succeeded')
   t.same(tally(reads.outcomes), { 200: reads.outcomes.length }, 'every read succeeded')
   const acknowledged = writes.outcomes.map(o => o.id!)
   t.equal(await countIn('post', acknowledged), acknowledged.length, `every 201 is in the database (${acknowledged.length})`)
-  t.same(fleet.instances.map(i => i.build.name), NAMES.map(() => NEW.name), 'every instance runs this tree')
+  t.same(
+    fleet.instances.map(i => i.build.name),
+    NAMES.map(() => NEW.name),
+    'every instance runs this tree'
+  )
   const added = (await migrationNames()).filter(name => !before.includes(name))
   t.ok(added.length > 0, `the new release's migrations ran: ${added.join(', ')}`)
   const kinds = (await db.query('select name, kind from roja_migration_kind')).rows
   const recorded = kinds.filter(k => added.includes(k.name))
-  t.same(recorded.map(k => k.name).sort(), added.filter(name => name >= '2026_11_29_0300'), `each recorded its kind: ${JSON.stringify(recorded)}`)
+  t.same(
+    recorded.map(k => k.name).sort(),
+    added.filter(name => name >= '2026_11_29_0300'),
+    `each recorded its kind: ${JSON.stringify(recorded)}`
+  )
   // a post the old release wrote during the upgrade has no stored count: the new release counts it on read
   const oldWrite = writes.outcomes.find(o => o.servedBy === 'roja3' && o.startedAt < began + 1000)
   if (oldWrite) {
@@ -235,7 +292,7 @@ t.test('a rolling upgrade to this tree under load fails no request and loses no 
   }
 })
 
-t.test('rate limits are shared: the sum over all instances is enforced', async (t) => {
+t.test('rate limits are shared: the sum over all instances is enforced', async t => {
   const ip = randomIp()
   const answers: Answer[] = []
   for (let i = 0; i < RATE_LIMIT_MAX + 15; i++) answers.push(await call(fleet, 'GET', '/version', { ip }))
@@ -243,14 +300,27 @@ t.test('rate limits are shared: the sum over all instances is enforced', async (
   t.equal(allowed.length, RATE_LIMIT_MAX, `${RATE_LIMIT_MAX} requests from one client are allowed in the window, across the fleet`)
   t.equal(answers[RATE_LIMIT_MAX - 1].status, 200, 'the last request inside the limit is answered')
   t.equal(answers[RATE_LIMIT_MAX].status, 429, 'the first request over it is refused')
-  t.ok(answers.slice(RATE_LIMIT_MAX).every(a => a.status === 429 && a.headers['retry-after'] && a.json?.code === 'RateLimited' &&
-    String(a.headers['content-type']).startsWith('application/problem+json')), 'every refusal is a RateLimited problem with Retry-After')
+  t.ok(
+    answers
+      .slice(RATE_LIMIT_MAX)
+      .every(
+        a =>
+          a.status === 429 &&
+          a.headers['retry-after'] &&
+          a.json?.code === 'RateLimited' &&
+          String(a.headers['content-type']).startsWith('application/problem+json')
+      ),
+    'every refusal is a RateLimited problem with Retry-After'
+  )
   const perInstance = Object.fromEntries(NAMES.map(n => [n, allowed.filter(a => a.servedBy === n).length]))
-  t.ok(NAMES.every(n => perInstance[n] > 0 && perInstance[n] < RATE_LIMIT_MAX), `all instances served, none alone reached the limit: ${JSON.stringify(perInstance)}`)
+  t.ok(
+    NAMES.every(n => perInstance[n] > 0 && perInstance[n] < RATE_LIMIT_MAX),
+    `all instances served, none alone reached the limit: ${JSON.stringify(perInstance)}`
+  )
   t.equal((await call(fleet, 'GET', '/version', { ip: randomIp() })).status, 200, 'another client still gets through')
 })
 
-t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it keys on the address HAProxy saw', async (t) => {
+t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it keys on the address HAProxy saw', async t => {
   const { username } = await signUp(false)
   const guess = (from: string, n: number, o: CallOptions = {}) =>
     call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from, ip: `10.9.0.${n}`, ...o })
@@ -258,9 +328,15 @@ t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it
   const answers: Answer[] = []
   // a new forged X-Forwarded-For on each attempt; HAProxy appends the address it saw
   for (let n = 1; n <= PASSWORD_GUESSES + 3; n++) answers.push(await guess(client, n))
-  t.same(answers.map(a => a.status), [...Array(PASSWORD_GUESSES).fill(401), 429, 429, 429],
-    `${PASSWORD_GUESSES} wrong passwords are answered, then refused whatever X-Forwarded-For says`)
-  t.ok(answers.slice(PASSWORD_GUESSES).every(a => a.json?.code === 'RateLimited' && a.headers['retry-after']), 'a RateLimited problem with Retry-After')
+  t.same(
+    answers.map(a => a.status),
+    [...Array(PASSWORD_GUESSES).fill(401), 429, 429, 429],
+    `${PASSWORD_GUESSES} wrong passwords are answered, then refused whatever X-Forwarded-For says`
+  )
+  t.ok(
+    answers.slice(PASSWORD_GUESSES).every(a => a.json?.code === 'RateLimited' && a.headers['retry-after']),
+    'a RateLimited problem with Retry-After'
+  )
   t.ok(new Set(answers.map(a => a.servedBy)).size >= 2, `counted across instances: ${answers.map(a => a.servedBy).join(' ')}`)
   const right = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD }, from: client, ip: '10.9.0.200' })
   t.equal(right.status, 429, 'the right password too is refused to that client for now')
@@ -276,7 +352,7 @@ t.test('a forged X-Forwarded-For does not escape the password-guessing limit: it
   t.same(straight, [...Array(PASSWORD_GUESSES).fill(401), 429, 429], `directly at ${instance.name}, a forged X-Forwarded-For is not believed`)
 })
 
-t.test('the password limit holds while Redis is stopped: each instance counts on its own, never off', async (t) => {
+t.test('the password limit holds while Redis is stopped: each instance counts on its own, never off', async t => {
   const { username } = await signUp(false)
   redisServer.kill('SIGKILL')
   await new Promise(resolve => redisServer.once('exit', resolve))
@@ -287,11 +363,20 @@ t.test('the password limit holds while Redis is stopped: each instance counts on
     statuses.push((await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from: client })).status)
   }
   t.ok(statuses.filter(s => s === 401).length <= guesses, `at most ${PASSWORD_GUESSES} wrong passwords answered per instance: ${statuses.join(' ')}`)
-  t.same(statuses.slice(-NAMES.length), NAMES.map(() => 429), 'then every instance refuses')
+  t.same(
+    statuses.slice(-NAMES.length),
+    NAMES.map(() => 429),
+    'then every instance refuses'
+  )
   const right = await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: PASSWORD }, from: client })
   t.equal(right.status, 429, 'the right password too')
-  const fellBack = await Promise.all(fleet.instances.map(async i => metricSamples((await direct(i, '/metrics', scraper)).body, 'roja_rate_limit_store_fallbacks_total')[0]?.value ?? 0))
-  t.ok(fellBack.every(n => n > 0), `each instance counted its fallbacks: ${fellBack.join(', ')}`)
+  const fellBack = await Promise.all(
+    fleet.instances.map(async i => metricSamples((await direct(i, '/metrics', scraper)).body, 'roja_rate_limit_store_fallbacks_total')[0]?.value ?? 0)
+  )
+  t.ok(
+    fellBack.every(n => n > 0),
+    `each instance counted its fallbacks: ${fellBack.join(', ')}`
+  )
   redisServer = await startRedis(REDIS_PORT)
   // shared again once each instance has reconnected: a new client's guesses count across them
   let shared = false
@@ -299,13 +384,15 @@ t.test('the password limit holds while Redis is stopped: each instance counts on
     await sleep(200)
     const probe = clientAddress()
     const answers: number[] = []
-    for (let n = 0; n <= PASSWORD_GUESSES; n++) answers.push((await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from: probe })).status)
+    for (let n = 0; n <= PASSWORD_GUESSES; n++) {
+      answers.push((await call(fleet, 'POST', '/v1/auth/token', { body: { username, password: 'a wrong guess' }, from: probe })).status)
+    }
     shared = answers.at(-1) === 429
   }
   t.ok(shared, 'with Redis back, the count is shared across the instances again')
 })
 
-t.test('an Idempotency-Key retried on another instance replays and creates nothing', async (t) => {
+t.test('an Idempotency-Key retried on another instance replays and creates nothing', async t => {
   const key = randomUUID()
   const body = { title: `idem ${randomUUID()}`, type: 'ARTICLE' }
   const first = await call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance: 'roja1' })
@@ -316,13 +403,17 @@ t.test('an Idempotency-Key retried on another instance replays and creates nothi
   t.equal(retry.json?.id, first.json?.id, 'with the same post')
   t.equal(retry.headers.location, first.headers.location)
   t.equal(retry.headers['idempotent-replayed'], 'true')
-  const other = await call(fleet, 'POST', '/v1/posts', { body: { ...body, title: 'another body' }, headers: { ...creator.auth, 'idempotency-key': key }, instance: 'roja3' })
+  const other = await call(fleet, 'POST', '/v1/posts', {
+    body: { ...body, title: 'another body' },
+    headers: { ...creator.auth, 'idempotency-key': key },
+    instance: 'roja3'
+  })
   t.equal(other.status, 422, 'the same key with another body is refused on a third instance')
   const { rows } = await db.query('select count(*)::int as n from post where title = $1 or title = $2', [body.title, 'another body'])
   t.equal(rows[0].n, 1, 'one post in the database')
 })
 
-t.test('an Idempotency-Key sent to two instances at once creates one post', async (t) => {
+t.test('an Idempotency-Key sent to two instances at once creates one post', async t => {
   const rounds = 8
   const titles: string[] = []
   for (let r = 0; r < rounds; r++) {
@@ -330,17 +421,26 @@ t.test('an Idempotency-Key sent to two instances at once creates one post', asyn
     const body = { title: `idem-race ${randomUUID()}`, type: 'ARTICLE' }
     titles.push(body.title)
     const [a, b] = [NAMES[r % 3], NAMES[(r + 1) % 3]]
-    const pair = await Promise.all([a, b].map(instance => call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance })))
-    t.same(pair.map(p => p.status), [201, 201], `round ${r}: both answered 201 (${a}, ${b})`)
+    const pair = await Promise.all(
+      [a, b].map(instance => call(fleet, 'POST', '/v1/posts', { body, headers: { ...creator.auth, 'idempotency-key': key }, instance }))
+    )
+    t.same(
+      pair.map(p => p.status),
+      [201, 201],
+      `round ${r}: both answered 201 (${a}, ${b})`
+    )
     t.equal(pair[0].json?.id, pair[1].json?.id, `round ${r}: with the same post`)
     t.equal(pair.filter(p => p.headers['idempotent-replayed'] === 'true').length, 1, `round ${r}: one of them is the replay`)
   }
   const { rows } = await db.query('select title, count(*)::int as n from post where title = any($1) group by title', [titles])
   t.equal(rows.length, rounds, 'every round created its post')
-  t.ok(rows.every(r => r.n === 1), 'and only one')
+  t.ok(
+    rows.every(r => r.n === 1),
+    'and only one'
+  )
 })
 
-t.test('list totals and caches stay exact when writes land on one instance and reads on another', async (t) => {
+t.test('list totals and caches stay exact when writes land on one instance and reads on another', async t => {
   const c = await signUp(true)
   const totals = async (instance: string) => {
     const [pub, mine, byCreator] = await Promise.all([
@@ -361,7 +461,11 @@ t.test('list totals and caches stay exact when writes land on one instance and r
       t.equal(res.status, 204)
       expected--
     } else {
-      const res = await call(fleet, 'POST', '/v1/posts', { instance: writer, headers: c.auth, body: { title: `total ${i} ${randomUUID()}`, type: 'ARTICLE' } })
+      const res = await call(fleet, 'POST', '/v1/posts', {
+        instance: writer,
+        headers: c.auth,
+        body: { title: `total ${i} ${randomUUID()}`, type: 'ARTICLE' }
+      })
       t.equal(res.status, 201)
       ids.push(res.json.id)
       expected++
@@ -374,7 +478,11 @@ t.test('list totals and caches stay exact when writes land on one instance and r
   // a change on one instance is what the others serve at once: title and ETag
   const postId = ids[0]
   const before = await call(fleet, 'GET', `/v1/posts/${postId}`, { instance: 'roja2' })
-  const put = await call(fleet, 'PUT', `/v1/posts/${postId}`, { instance: 'roja1', headers: c.auth, body: { title: 'renamed on roja1', type: 'ARTICLE' } })
+  const put = await call(fleet, 'PUT', `/v1/posts/${postId}`, {
+    instance: 'roja1',
+    headers: c.auth,
+    body: { title: 'renamed on roja1', type: 'ARTICLE' }
+  })
   t.equal(put.status, 200)
   for (const n of ['roja2', 'roja3']) {
     const after = await call(fleet, 'GET', `/v1/posts/${postId}`, { instance: n, headers: { 'if-none-match': String(before.headers.etag) } })
@@ -384,9 +492,17 @@ t.test('list totals and caches stay exact when writes land on one instance and r
 
   // comments: written on one, counted on the others
   for (let i = 0; i < 3; i++) {
-    t.equal((await call(fleet, 'POST', `/v1/posts/${postId}/comments`, { instance: NAMES[i], headers: reader.auth, body: { text: `comment ${i}` } })).status, 201)
+    t.equal(
+      (await call(fleet, 'POST', `/v1/posts/${postId}/comments`, { instance: NAMES[i], headers: reader.auth, body: { text: `comment ${i}` } }))
+        .status,
+      201
+    )
     for (const n of [other(NAMES[i], 1), other(NAMES[i], 2)]) {
-      t.equal((await call(fleet, 'GET', `/v1/posts/${postId}/comments`, { instance: n })).json?.total, i + 1, `comment ${i} on ${NAMES[i]}: ${n} counts ${i + 1}`)
+      t.equal(
+        (await call(fleet, 'GET', `/v1/posts/${postId}/comments`, { instance: n })).json?.total,
+        i + 1,
+        `comment ${i} on ${NAMES[i]}: ${n} counts ${i + 1}`
+      )
     }
   }
 
@@ -400,13 +516,16 @@ t.test('list totals and caches stay exact when writes land on one instance and r
   }
 })
 
-t.test('each queued e-mail is delivered exactly once while every instance runs its outbox worker', async (t) => {
+t.test('each queued e-mail is delivered exactly once while every instance runs its outbox worker', async t => {
   const sentBefore = await sentByInstance()
   const count = 45
   const queued = load(async () => call(fleet, 'POST', `/v1/users/${reader.id}/email`, { headers: reader.auth }), 5)
   while (queued.outcomes.length < count) await sleep(20)
   await queued.stop()
-  t.ok(queued.outcomes.every(o => o.status === 202), `every request queued its e-mail: ${JSON.stringify(tally(queued.outcomes))}`)
+  t.ok(
+    queued.outcomes.every(o => o.status === 202),
+    `every request queued its e-mail: ${JSON.stringify(tally(queued.outcomes))}`
+  )
   const { rows } = await db.query('select id from outbox_message where to_address = $1 and subject = $2', [reader.email, 'Your Roja account summary'])
   t.equal(rows.length, queued.outcomes.length, 'one outbox message per request')
   const expected = new Set(rows.map(r => `<${r.id}@roja.outbox>`))
@@ -443,7 +562,7 @@ async function sentByInstance (): Promise<Record<string, number>> {
 const writePost = (label: string) => (n: number) =>
   call(fleet, 'POST', '/v1/posts', { headers: creator.auth, body: { title: `${label} ${n} ${randomUUID()}`, type: 'ARTICLE', tags: ['fleet'] } })
 
-t.test('kill -9 of an instance during a write burst loses no acknowledged write; HAProxy stops sending to it', async (t) => {
+t.test('kill -9 of an instance during a write burst loses no acknowledged write; HAProxy stops sending to it', async t => {
   const victim = fleet.instances[2]
   const burst = load(writePost('kill9'), 6)
   await sleep(1500)
@@ -459,7 +578,10 @@ t.test('kill -9 of an instance during a write burst loses no acknowledged write;
   const acknowledged = burst.outcomes.filter(o => o.status === 201).map(o => o.id!)
   t.ok(acknowledged.length >= 20, `the burst wrote (${acknowledged.length} acknowledged)`)
   t.equal(await countIn('post', acknowledged), acknowledged.length, 'every 201 is in the database')
-  t.ok(burst.outcomes.some(o => o.servedBy === victim.name && o.startedAt < killedAt), `${victim.name} took writes before the kill`)
+  t.ok(
+    burst.outcomes.some(o => o.servedBy === victim.name && o.startedAt < killedAt),
+    `${victim.name} took writes before the kill`
+  )
   const after = burst.outcomes.filter(o => o.startedAt > downAt)
   t.ok(after.length > 0, 'the burst went on after HAProxy took it out')
   t.equal(after.filter(o => o.servedBy === victim.name).length, 0, `nothing was sent to ${victim.name} once it was down`)
@@ -470,16 +592,21 @@ t.test('kill -9 of an instance during a write burst loses no acknowledged write;
   t.pass(`${victim.name} restarted and HAProxy sends to it again`)
 })
 
-t.test('SIGTERM drains an instance with no failed request', async (t) => {
+t.test('SIGTERM drains an instance with no failed request', async t => {
   const victim = fleet.instances[1]
   const burst = load(writePost('sigterm'), 6)
   const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
   await sleep(1500)
-  t.ok(burst.outcomes.some(o => o.servedBy === victim.name), `${victim.name} takes writes before the signal`)
+  t.ok(
+    burst.outcomes.some(o => o.servedBy === victim.name),
+    `${victim.name} takes writes before the signal`
+  )
   const signalledAt = Date.now()
   victim.child!.kill('SIGTERM')
   let downAt = 0
-  const down = fleet.haproxy.waitFor([victim.name], 'DOWN', 10_000).then(() => { downAt = Date.now() })
+  const down = fleet.haproxy.waitFor([victim.name], 'DOWN', 10_000).then(() => {
+    downAt = Date.now()
+  })
   const exit = await victim.exit!
   const exitedAt = Date.now()
   await down
@@ -499,7 +626,7 @@ t.test('SIGTERM drains an instance with no failed request', async (t) => {
   await fleet.haproxy.waitFor([victim.name], 'UP', 10_000)
 })
 
-t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then recovery without restarting Roja', async (t) => {
+t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then recovery without restarting Roja', async t => {
   const pids = fleet.instances.map(i => i.pid)
   const burst = load(writePost('outage'), 4)
   const reads = load(() => call(fleet, 'GET', '/v1/posts?tags=fleet&limit=5'), 2)
@@ -517,7 +644,10 @@ t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then re
   let recoveredAt = 0
   while (Date.now() - startedAt < 20_000) {
     const probe = await writePost('probe')(0).catch(() => undefined)
-    if (probe?.status === 201) { recoveredAt = Date.now(); break }
+    if (probe?.status === 201) {
+      recoveredAt = Date.now()
+      break
+    }
     await sleep(100)
   }
   await sleep(1000)
@@ -528,28 +658,57 @@ t.test('PostgreSQL restarted under load: 503 with Retry-After meanwhile, then re
   const during = all.filter(o => o.startedAt > stoppedAt + 200 && o.endedAt < startedAt)
   t.ok(during.length > 0 && during.every(o => o.status === 503), `while the database is down every answer is 503 (${JSON.stringify(tally(during))})`)
   const refusals = all.filter(o => o.status !== 200 && o.status !== 201)
-  const clean = (o: Outcome) => o.status === 503 && o.answer!.headers['retry-after'] !== undefined && o.answer!.json?.code === 'ServiceUnavailable' &&
+  const clean = (o: Outcome) =>
+    o.status === 503 &&
+    o.answer!.headers['retry-after'] !== undefined &&
+    o.answer!.json?.code === 'ServiceUnavailable' &&
     String(o.answer!.headers['content-type']).startsWith('application/problem+json')
-  if (!t.same(refusals.filter(o => !clean(o)).map(o => o.answer?.body ?? o.status), [], 'every refusal, from an instance or from HAProxy, is a ServiceUnavailable problem with Retry-After')) {
-    for (const i of fleet.instances) t.comment(`${i.name}: ${i.log.join('').split('\n').filter(l => l.includes('request failed') && !l.includes('ServiceUnavailable')).slice(-3).join('\n')}`)
+  if (
+    !t.same(
+      refusals.filter(o => !clean(o)).map(o => o.answer?.body ?? o.status),
+      [],
+      'every refusal, from an instance or from HAProxy, is a ServiceUnavailable problem with Retry-After'
+    )
+  ) {
+    for (const i of fleet.instances) {
+      t.comment(
+        `${i.name}: ${i.log
+          .join('')
+          .split('\n')
+          .filter(l => l.includes('request failed') && !l.includes('ServiceUnavailable'))
+          .slice(-3)
+          .join('\n')}`
+      )
+    }
   }
-  t.ok(clean({ status: own.status, startedAt: 0, endedAt: 0, answer: own }), `an instance itself answers 503 ServiceUnavailable with Retry-After (${own.status} ${own.body.slice(0, 120)}); through HAProxy ${refusals.filter(o => o.servedBy).length} of the refusals were the instances'`)
+  t.ok(
+    clean({ status: own.status, startedAt: 0, endedAt: 0, answer: own }),
+    `an instance itself answers 503 ServiceUnavailable with Retry-After (${own.status} ${own.body.slice(0, 120)}); through HAProxy ${refusals.filter(o => o.servedBy).length} of the refusals were the instances'`
+  )
   t.ok(recoveredAt > 0, 'writes succeed again after the database is back')
   const later = all.filter(o => o.startedAt > recoveredAt + 500)
   t.ok(later.length > 0 && later.every(o => o.status === 200 || o.status === 201), `and keep succeeding (${JSON.stringify(tally(later))})`)
   for (const i of fleet.instances) t.equal((await direct(i, '/health')).status, 200, `${i.name} is healthy again`)
-  t.same(fleet.instances.map(i => i.pid), pids, 'no instance was restarted')
-  t.ok(fleet.instances.every(i => i.running), 'all still running')
+  t.same(
+    fleet.instances.map(i => i.pid),
+    pids,
+    'no instance was restarted'
+  )
+  t.ok(
+    fleet.instances.every(i => i.running),
+    'all still running'
+  )
   const acknowledged = burst.outcomes.filter(o => o.status === 201).map(o => o.id!)
   t.equal(await countIn('post', acknowledged), acknowledged.length, `every 201 is in the database (${acknowledged.length})`)
 })
 
 // ---------------------------------------------------------------- monitoring
-const versionCount = (text: string) => metricSamples(text, 'http_request_duration_seconds_count')
-  .filter(s => s.labels.method === 'GET' && s.labels.route === '/version' && s.labels.status_code === '200')
-  .reduce((sum, s) => sum + s.value, 0)
+const versionCount = (text: string) =>
+  metricSamples(text, 'http_request_duration_seconds_count')
+    .filter(s => s.labels.method === 'GET' && s.labels.route === '/version' && s.labels.status_code === '200')
+    .reduce((sum, s) => sum + s.value, 0)
 
-t.test('every instance is in the Prometheus targets file, each scrape answers its own counters, and the balancer refuses /metrics', async (t) => {
+t.test('every instance is in the Prometheus targets file, each scrape answers its own counters, and the balancer refuses /metrics', async t => {
   const groups = JSON.parse(readFileSync(fleet.targetsFile, 'utf8')) as TargetGroup[]
   t.equal(groups.length, 1, `one target group in ${fleet.targetsFile}`)
   t.same(groups[0].labels.job, 'roja', 'labelled job="roja", as ops/prometheus/prometheus.yml, the alerts and the dashboard select')
@@ -587,7 +746,13 @@ t.test('every instance is in the Prometheus targets file, each scrape answers it
 
   // Through the balancer the answer would be one instance's, chosen at random: HAProxy refuses it
   // itself (no X-Served-By), however the path is spelled and whichever instance is asked for.
-  for (const [path, o] of [['/metrics', {}], ['/metrics', { instance: 'roja1' }], ['/%6detrics', {}], ['/metrics?x=1', {}], ['/metrics/', {}]] as Array<[string, CallOptions]>) {
+  for (const [path, o] of [
+    ['/metrics', {}],
+    ['/metrics', { instance: 'roja1' }],
+    ['/%6detrics', {}],
+    ['/metrics?x=1', {}],
+    ['/metrics/', {}]
+  ] as Array<[string, CallOptions]>) {
     const res = await call(fleet, 'GET', path, { ...o, headers: scraper })
     t.equal(res.status, 404, `GET ${path} through the balancer${o.instance ? ` asking for ${o.instance}` : ''} is 404`)
     t.equal(res.json?.code, 'NotFound', 'a NotFound problem')
@@ -595,45 +760,86 @@ t.test('every instance is in the Prometheus targets file, each scrape answers it
     t.equal(res.servedBy, undefined, 'from HAProxy, not an instance')
   }
   t.equal((await call(fleet, 'GET', '/health')).status, 200, '/health still passes through')
-  t.same(await fleet.haproxy.states(), Object.fromEntries(NAMES.map(n => [n, 'UP'])), 'and HAProxy\'s checks see every instance up')
+  t.same(await fleet.haproxy.states(), Object.fromEntries(NAMES.map(n => [n, 'UP'])), "and HAProxy's checks see every instance up")
 })
 
-t.test('Prometheus with ops/prometheus/prometheus.yml scrapes every instance of the targets file, with the token, and loads the alerts', async (t) => {
+t.test('Prometheus with ops/prometheus/prometheus.yml scrapes every instance of the targets file, with the token, and loads the alerts', async t => {
   const config = join(promDir, 'prometheus.yml')
   const shipped = readFileSync(config, 'utf8')
   // every second rather than the shipped 15 s, so the test waits for one scrape, not a quarter minute
-  const quick = shipped.replace(/^(\s+)scrape_interval: 15s$/m, '$1scrape_interval: 1s').replace(/^(\s+)evaluation_interval: 15s$/m, '$1evaluation_interval: 1s')
+  const quick = shipped
+    .replace(/^(\s+)scrape_interval: 15s$/m, '$1scrape_interval: 1s')
+    .replace(/^(\s+)evaluation_interval: 15s$/m, '$1evaluation_interval: 1s')
   t.equal(quick.split('\n').filter((l, n) => l !== shipped.split('\n')[n]).length, 2, 'only the two intervals changed')
   writeFileSync(config, quick)
   const port = await freePort()
   const api = `http://127.0.0.1:${port}/api/v1`
-  const prometheus = spawn('prometheus', [`--config.file=${config}`, `--storage.tsdb.path=${join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const prometheus = spawn(
+    'prometheus',
+    [`--config.file=${config}`, `--storage.tsdb.path=${join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    { stdio: ['ignore', 'pipe', 'pipe'] }
+  )
   const log: string[] = []
   prometheus.stdout.on('data', (c: Buffer) => log.push(String(c)))
   prometheus.stderr.on('data', (c: Buffer) => log.push(String(c)))
   const exited = new Promise(resolve => prometheus.once('exit', resolve))
   process.once('exit', () => prometheus.kill('SIGKILL'))
-  t.teardown(async () => { prometheus.kill('SIGTERM'); await exited })
+  t.teardown(async () => {
+    prometheus.kill('SIGTERM')
+    await exited
+  })
 
-  interface Target { labels: Record<string, string>, scrapeUrl: string, health: string, lastError: string }
+  interface Target {
+    labels: Record<string, string>
+    scrapeUrl: string
+    health: string
+    lastError: string
+  }
   let active: Target[] = []
   const deadline = Date.now() + 30_000
   while (Date.now() < deadline && prometheus.exitCode === null) {
     const res = await fetch(`${api}/targets?state=active`).catch(() => undefined)
-    active = res?.ok ? (await res.json() as { data: { activeTargets: Target[] } }).data.activeTargets : []
+    active = res?.ok ? ((await res.json()) as { data: { activeTargets: Target[] } }).data.activeTargets : []
     if (active.length === fleet.instances.length && active.every(a => a.health === 'up')) break
     await sleep(250)
   }
-  if (!t.ok(active.length > 0 && active.every(a => a.health === 'up'), `every target is up: ${JSON.stringify(active.map(a => [a.scrapeUrl, a.health, a.lastError]))}`)) t.comment(log.join('').slice(-3000))
-  t.same(active.map(a => a.scrapeUrl).sort(), fleet.instances.map(i => `http://127.0.0.1:${i.port}/metrics`).sort(), 'one target per instance, each on its own port')
-  t.ok(active.every(a => a.labels.job === 'roja'), 'in job roja')
+  if (
+    !t.ok(
+      active.length > 0 && active.every(a => a.health === 'up'),
+      `every target is up: ${JSON.stringify(active.map(a => [a.scrapeUrl, a.health, a.lastError]))}`
+    )
+  ) { t.comment(log.join('').slice(-3000)) }
+  t.same(
+    active.map(a => a.scrapeUrl).sort(),
+    fleet.instances.map(i => `http://127.0.0.1:${i.port}/metrics`).sort(),
+    'one target per instance, each on its own port'
+  )
+  t.ok(
+    active.every(a => a.labels.job === 'roja'),
+    'in job roja'
+  )
 
-  const query = async (q: string) => (await (await fetch(`${api}/query?query=${encodeURIComponent(q)}`)).json() as { data: { result: Array<{ metric: Record<string, string>, value: [number, string] }> } }).data.result
+  const query = async (q: string) =>
+    (
+      (await (await fetch(`${api}/query?query=${encodeURIComponent(q)}`)).json()) as {
+        data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> }
+      }
+    ).data.result
   const series = await query('sum by (instance) (http_request_duration_seconds_count{job="roja"})')
-  t.equal(series.length, fleet.instances.length, `the request counts of every instance are stored: ${JSON.stringify(series.map(s => [s.metric.instance, s.value[1]]))}`)
-  const rules = (await (await fetch(`${api}/rules`)).json() as { data: { groups: Array<{ name: string, rules: Array<{ name: string, health: string }> }> } }).data.groups
+  t.equal(
+    series.length,
+    fleet.instances.length,
+    `the request counts of every instance are stored: ${JSON.stringify(series.map(s => [s.metric.instance, s.value[1]]))}`
+  )
+  const rules = (
+    (await (await fetch(`${api}/rules`)).json()) as { data: { groups: Array<{ name: string; rules: Array<{ name: string; health: string }> }> } }
+  ).data.groups
   const alerts = readFileSync(join(OPS_PROMETHEUS, 'alerts.yml'), 'utf8').match(/^\s+- alert: /gm)!.length
-  t.same(rules.map(g => [g.name, g.rules.length]), [['roja', alerts]], `alerts.yml's ${alerts} rules are loaded`)
+  t.same(
+    rules.map(g => [g.name, g.rules.length]),
+    [['roja', alerts]],
+    `alerts.yml's ${alerts} rules are loaded`
+  )
 })
 
 // ---------------------------------------------------------------- npm run fleet, stopped by SIGTERM
@@ -666,17 +872,23 @@ function alive (pid: number): boolean {
   }
 }
 
-t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet running and nothing listening', async (t) => {
+t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet running and nothing listening', async t => {
   // As a shell with job control starts it: a process group of its own, so the signal reaches npm alone.
   // The sources, as for the fleet above: the stop is under test, not the build (which in a fresh
   // clone takes a minute, and fails on any type error in a work tree).
   const env: Record<string, string | undefined> = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', FLEET_RUNTIME: 'tsx' }
   for (const name of ['DATABASE_URL', 'FLEET_PORT', 'FLEET_INSTANCES', 'FLEET_TARGETS_FILE', 'METRICS_TOKEN']) delete env[name]
   const npm = spawn('npm', ['run', 'fleet'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-  const npmExit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => npm.once('exit', (code, signal) => resolve({ code, signal })))
+  const npmExit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(resolve =>
+    npm.once('exit', (code, signal) => resolve({ code, signal }))
+  )
   let out = ''
-  npm.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
-  npm.stderr.setEncoding('utf8').on('data', (c: string) => { out += c })
+  npm.stdout.setEncoding('utf8').on('data', (c: string) => {
+    out += c
+  })
+  npm.stderr.setEncoding('utf8').on('data', (c: string) => {
+    out += c
+  })
   const recorded = new Set<number>()
   let postmaster = 0
   const folders: string[] = []
@@ -701,17 +913,34 @@ t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet run
   const runner = Number(/kill (\d+)/.exec(out)![1])
   t.equal(instances.length, 3, 'three instances')
   t.equal((await fetch(`http://127.0.0.1:${balancer}/health`)).status, 200, 'the balancer answers')
-  t.same((JSON.parse(readFileSync(targetsFile, 'utf8')) as TargetGroup[])[0].targets.sort(), instances.map(i => `127.0.0.1:${i.port}`).sort(), 'the targets file lists them')
+  t.same(
+    (JSON.parse(readFileSync(targetsFile, 'utf8')) as TargetGroup[])[0].targets.sort(),
+    instances.map(i => `127.0.0.1:${i.port}`).sort(),
+    'the targets file lists them'
+  )
 
   // npm's shell, the fleet runner, the instances and HAProxy; PostgreSQL is pg_ctl's daemon, found by its pid file
   postmaster = Number(readFileSync(join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0])
   for (const pid of [...descendants(npm.pid!), postmaster, ...descendants(postmaster)]) recorded.add(pid)
-  const commands = [...recorded].map(pid => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ') } catch { return '' } })
-  t.ok(recorded.has(runner) && instances.every(i => recorded.has(i.pid)), 'the runner and the instances are npm\'s descendants')
-  t.ok(commands.some(c => c.startsWith('haproxy ')), 'HAProxy is one of them')
+  const commands = [...recorded].map(pid => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ')
+    } catch {
+      return ''
+    }
+  })
+  t.ok(recorded.has(runner) && instances.every(i => recorded.has(i.pid)), "the runner and the instances are npm's descendants")
+  t.ok(
+    commands.some(c => c.startsWith('haproxy ')),
+    'HAProxy is one of them'
+  )
   t.ok(recorded.size >= 7, `${recorded.size} processes recorded`)
   const ports = [balancer, ...instances.map(i => i.port), Number(pgPort)]
-  t.same(await Promise.all(ports.map(listening)), ports.map(() => true), `listening on ${ports.join(', ')}`)
+  t.same(
+    await Promise.all(ports.map(listening)),
+    ports.map(() => true),
+    `listening on ${ports.join(', ')}`
+  )
 
   const signalledAt = Date.now()
   process.kill(npm.pid!, 'SIGTERM')
@@ -720,8 +949,16 @@ t.test('SIGTERM to the PID of `npm run fleet` leaves no process of the fleet run
   // npm does not wait for its script once signalled: the fleet stops on its own, draining first
   while (Date.now() - signalledAt < 30_000 && ([...recorded].some(alive) || (await Promise.all(ports.map(listening))).some(Boolean))) await sleep(100)
   const stoppedIn = Date.now() - signalledAt
-  t.same([...recorded].filter(alive).map(pid => `${pid} ${commands[[...recorded].indexOf(pid)]}`), [], `no process of the fleet is left (${stoppedIn} ms after the signal)`)
-  t.same(await Promise.all(ports.map(listening)), ports.map(() => false), 'nothing listens on the balancer, instance or database ports')
+  t.same(
+    [...recorded].filter(alive).map(pid => `${pid} ${commands[[...recorded].indexOf(pid)]}`),
+    [],
+    `no process of the fleet is left (${stoppedIn} ms after the signal)`
+  )
+  t.same(
+    await Promise.all(ports.map(listening)),
+    ports.map(() => false),
+    'nothing listens on the balancer, instance or database ports'
+  )
   t.notOk(existsSync(pgDir), 'the private cluster is deleted')
   t.notOk(existsSync(targetsFile), 'and so is the targets file')
   t.match(out, /stopping the balancer, the instances, then the database/, 'the runner stopped them in order')

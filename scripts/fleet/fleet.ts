@@ -41,24 +41,43 @@ export interface FleetOptions {
 
 // Children still running when this process exits (it crashed, or a test failed hard) are killed.
 const live = new Set<ChildProcess>()
-process.once('exit', () => { for (const c of live) c.kill('SIGKILL') })
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL')
+})
 
 /** What an instance runs: node's arguments, in a folder of sources (this working tree, or a revision's). */
-export interface Build { name: string, cwd: string, command: string[] }
+export interface Build {
+  name: string
+  cwd: string
+  command: string[]
+}
 
 export class Instance {
   child?: ChildProcess
-  exit?: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+  exit?: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   log: string[] = []
   build: Build
   /** `build`: what it runs, or node's arguments to run in this working tree */
-  constructor (readonly name: string, readonly port: number, build: Build | string[], private readonly env: Record<string, string>) {
+  constructor (
+    readonly name: string,
+    readonly port: number,
+    build: Build | string[],
+    private readonly env: Record<string, string>
+  ) {
     this.build = Array.isArray(build) ? { name: 'working tree', cwd: ROOT, command: build } : build
   }
 
-  get url () { return `http://127.0.0.1:${this.port}` }
-  get pid () { return this.child?.pid }
-  get running () { return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null }
+  get url () {
+    return `http://127.0.0.1:${this.port}`
+  }
+
+  get pid () {
+    return this.child?.pid
+  }
+
+  get running () {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
+  }
 
   async start (timeoutMs = 60_000) {
     // detached: a Ctrl-C at the terminal reaches the fleet runner alone, which stops the parts in order
@@ -67,7 +86,10 @@ export class Instance {
     live.add(child)
     child.once('exit', () => live.delete(child))
     this.child = child
-    const keep = (chunk: Buffer) => { this.log.push(String(chunk)); if (this.log.length > 300) this.log.shift() }
+    const keep = (chunk: Buffer) => {
+      this.log.push(String(chunk))
+      if (this.log.length > 300) this.log.shift()
+    }
     child.stdout!.on('data', keep)
     child.stderr!.on('data', keep)
     this.exit = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
@@ -105,7 +127,10 @@ export interface Fleet {
 }
 
 /** A file_sd target group: every instance's address, scraped as job `roja` (ops/prometheus/prometheus.yml). */
-export interface TargetGroup { targets: string[], labels: Record<string, string> }
+export interface TargetGroup {
+  targets: string[]
+  labels: Record<string, string>
+}
 
 export function targetGroups (instances: Array<{ port: number }>, balancerPort: number): TargetGroup[] {
   return [{ targets: instances.map(i => `127.0.0.1:${i.port}`), labels: { job: 'roja', fleet: `127.0.0.1:${balancerPort}` } }]
@@ -119,7 +144,11 @@ function writeTargets (file: string, groups: TargetGroup[]): void {
 }
 
 // As through a TLS-terminating proxy, so that an instance in production mode (the soak's) answers too.
-const healthy = (port: number) => request({ port, path: '/health', timeout: 1000, headers: { 'x-forwarded-proto': 'https' } }).then(res => res.status === 200, () => false)
+const healthy = (port: number) =>
+  request({ port, path: '/health', timeout: 1000, headers: { 'x-forwarded-proto': 'https' } }).then(
+    res => res.status === 200,
+    () => false
+  )
 
 /** This working tree: the built server as `npm start` runs it, node flags included (dist), or the sources (tsx). */
 export function workingTree (runtime: Runtime): Build {
@@ -134,7 +163,14 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
   const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })]
   // Once, in reverse order of start; a second call (a signal during a test's teardown) waits for the first.
   let stopped: Promise<void> | undefined
-  const cleanup = () => (stopped ??= (async () => { for (const c of [...cleanups].reverse()) { try { await c() } catch {} } })())
+  const cleanup = () =>
+    (stopped ??= (async () => {
+      for (const c of [...cleanups].reverse()) {
+        try {
+          await c()
+        } catch {}
+      }
+    })())
   try {
     let postgres: PrivatePostgres | undefined
     if (!opts.databaseUrl) {
@@ -143,7 +179,7 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       cleanups.push(() => pg.destroy())
     }
     const databaseUrl = opts.databaseUrl ?? postgres!.url
-    const port = opts.port ?? await freePort()
+    const port = opts.port ?? (await freePort())
     const url = `http://127.0.0.1:${port}`
     const env: Record<string, string> = {
       // not production: production's HTTPS rule would want TLS between HAProxy and the instances
@@ -178,9 +214,17 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
     cleanups.push(() => rmSync(targetsFile, { force: true }))
     writeTargets(targetsFile, targetGroups(instances, port))
 
-    const haproxy = await startHAProxy({ dir, port, backends: instances.map(i => ({ name: i.name, port: i.port })), problemBaseUri: PROBLEM_BASE_URI })
+    const haproxy = await startHAProxy({
+      dir,
+      port,
+      backends: instances.map(i => ({ name: i.name, port: i.port })),
+      problemBaseUri: PROBLEM_BASE_URI
+    })
     cleanups.push(() => haproxy.stop())
-    await haproxy.waitFor(instances.map(i => i.name), 'UP')
+    await haproxy.waitFor(
+      instances.map(i => i.name),
+      'UP'
+    )
     // Stop order: the balancer first (no new requests), then the instances (they drain), then the database.
     return { url, haproxy, instances, databaseUrl, postgres, dataDir, targetsFile, dir, stop: cleanup }
   } catch (err) {

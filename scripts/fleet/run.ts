@@ -48,10 +48,11 @@ setInterval(() => { if (process.ppid !== parent) void stop('parent process gone'
 // npm's signals reach this process itself.
 if (runtime === 'dist') {
   const startedAt = Date.now()
-  const code = await new Promise<number | null>((done) => {
-    build = spawn('npm', ['run', 'prestart', '--silent'], { cwd: resolve(import.meta.dirname, '../..'), stdio: 'inherit' })
-    build.once('error', () => done(1))
-    build.once('exit', code => done(code))
+  const cwd = resolve(import.meta.dirname, '../..')
+  const code = await new Promise<number | null>((resolve) => {
+    build = spawn('npm', ['run', 'prestart', '--silent'], { cwd, stdio: 'inherit' })
+    build.once('error', () => resolve(1))
+    build.once('exit', code => resolve(code))
   })
   build = undefined
   if (stopping) process.exit(1)

@@ -3,4 +3,15 @@
  * runs the bundle (scripts/bundle.ts), which inlines it; test/architecture.test.ts holds to it.
  */
 export type * from 'kysely'
-export { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresAdapter, PostgresDialect, PostgresDriver, SqliteDialect, SqliteDriver, createQueryId, sql } from 'kysely'
+export {
+  DEFAULT_MIGRATION_TABLE,
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresDriver,
+  SqliteDialect,
+  SqliteDriver,
+  createQueryId,
+  sql
+} from 'kysely'

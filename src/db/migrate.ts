@@ -169,7 +169,7 @@ async function refuseUnknown (conn: Db, schema: string | undefined): Promise<voi
   if (unknown.length === 0) return
   const kinds = new Map((await kindTablePresent(conn, schema))
     ? (await sql<{ name: string, kind: string }>`select name, kind from ${table(schema, KIND_TABLE)}`.execute(conn)).rows
-      .map(r => [r.name, r.kind])
+        .map(r => [r.name, r.kind])
     : [])
   const described = unknown.map(name => ({ name, kind: kinds.get(name) ?? 'unrecorded' }))
   const pending = Object.keys(migrations).filter(name => !applied.includes(name))

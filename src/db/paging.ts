@@ -93,7 +93,12 @@ export function keysCap (page: Page): number {
   return Math.min(Number.MAX_SAFE_INTEGER, Math.max(128, 2 ** Math.ceil(Math.log2(page.offset + page.limit))))
 }
 
-interface PageShape { sort: SortKey[], byKeys: boolean, limit: number, cap: number }
+interface PageShape {
+  sort: SortKey[]
+  byKeys: boolean
+  limit: number
+  cap: number
+}
 
 /**
  * A keys-first page's keys, `page_key` (named apart from every column, so the rows' sort never
@@ -101,10 +106,20 @@ interface PageShape { sort: SortKey[], byKeys: boolean, limit: number, cap: numb
  */
 function pageKeys<V> (db: Db, keysFirst: KeysFirst<V>, values: V & { offset: number }, { sort, limit, cap }: Omit<PageShape, 'byKeys'>) {
   const keys = keysFirst.keys(db, values).clearSelect()
-  if (cap === 0) return applySort(keys.select(`${keysFirst.key} as page_key` as never), sort).limit(pageSize(limit)).offset(values.offset)
-  const capped = applySort(keys.select([`${keysFirst.key} as page_key`, ...sort.map((k, i) => `${k.column} as sort_${i}`)] as never), sort).limit(pageSize(cap))
-  return applySort(db.selectFrom(capped.as('capped')).select('capped.page_key' as never), sort.map((k, i) => ({ ...k, column: `capped.sort_${i}` })))
-    .limit(pageSize(limit)).offset(values.offset)
+  if (cap === 0) {
+    return applySort(keys.select(`${keysFirst.key} as page_key` as never), sort)
+      .limit(pageSize(limit))
+      .offset(values.offset)
+  }
+  const capped = applySort(keys.select([`${keysFirst.key} as page_key`, ...sort.map((k, i) => `${k.column} as sort_${i}`)] as never), sort).limit(
+    pageSize(cap)
+  )
+  return applySort(
+    db.selectFrom(capped.as('capped')).select('capped.page_key' as never),
+    sort.map((k, i) => ({ ...k, column: `capped.sort_${i}` }))
+  )
+    .limit(pageSize(limit))
+    .offset(values.offset)
 }
 
 /** SQLite plans every statement once, whatever its values: the cap would only cost it (5 % on deep pages at 1 M posts). */
@@ -117,7 +132,7 @@ export interface CompiledList<V extends Values, O> {
    * The page (sorted, limited) and the `total` of every row the filters match, run together.
    * `total`: a cheaper exact way to the same number (a maintained counter), used instead of count(*).
    */
-  page: (db: Executor, values: V, sort: SortKey[], page: Page, total?: () => Promise<number>) => Promise<{ rows: O[], total: number }>
+  page: (db: Executor, values: V, sort: SortKey[], page: Page, total?: () => Promise<number>) => Promise<{ rows: O[]; total: number }>
   /** count(*) of the rows the filters match */
   count: (db: Executor, values: V) => Promise<number>
 }
@@ -128,13 +143,20 @@ export interface CompiledList<V extends Values, O> {
  * shape (cachedStatementPerShape), so the values reach `filtered` as placeholders.
  */
 export function compiledList<V extends Values, O> (filtered: Filtered<V, O>, keysFirst?: KeysFirst<V>): CompiledList<V, O> {
-  const pageOf = cachedStatementPerShape((db, { sort, byKeys, limit, cap }: PageShape, values: V & { offset: number }) => {
-    if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(pageSize(limit)).offset(values.offset)
-    const keys = pageKeys(db, keysFirst, values, { sort, limit, cap })
-    return applySort(keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)), sort) as unknown as SelectQueryBuilder<Database, any, O>
-  }, ({ sort, byKeys, limit, cap }) => `${byKeys ? `keys${cap}:` : ''}${limit}:${sortKeyOf(sort)}`)
+  const pageOf = cachedStatementPerShape(
+    (db, { sort, byKeys, limit, cap }: PageShape, values: V & { offset: number }) => {
+      if (!keysFirst || !byKeys) return applySort(filtered(db, values), sort).limit(pageSize(limit)).offset(values.offset)
+      const keys = pageKeys(db, keysFirst, values, { sort, limit, cap })
+      return applySort(
+        keysFirst.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', keysFirst.key as never)),
+        sort
+      ) as unknown as SelectQueryBuilder<Database, any, O>
+    },
+    ({ sort, byKeys, limit, cap }) => `${byKeys ? `keys${cap}:` : ''}${limit}:${sortKeyOf(sort)}`
+  )
   const countOf = cachedStatementPerShape((db, _: undefined, values: V) =>
-    (keysFirst ? keysFirst.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total')))
+    (keysFirst ? keysFirst.keys(db, values) : filtered(db, values)).clearSelect().select(sql<number | string>`count(*)`.as('total'))
+  )
   const count = async (db: Executor, values: V) => Number((await countOf(db, undefined, values))[0]?.total ?? 0)
   return {
     count,
@@ -168,11 +190,17 @@ export function keysetList<V extends Values, O> (spec: {
   order: SortKey[]
   narrow?: (values: V) => boolean
 }) {
-  const pageOf = cachedStatementPerShape((db, { limit, byKeys }: { limit: number, byKeys: boolean }, values: V) => {
-    if (!byKeys) return applySort(spec.positioned(db, values), spec.order).limit(pageSize(limit))
-    const keys = applySort(spec.keys(db, values).select(`${spec.key} as page_key` as never), spec.order).limit(pageSize(limit))
-    return applySort(spec.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', spec.key as never)), spec.order) as unknown as SelectQueryBuilder<Database, any, O>
-  }, ({ limit, byKeys }) => `${byKeys ? 'keys:' : ''}${limit}`)
+  const pageOf = cachedStatementPerShape(
+    (db, { limit, byKeys }: { limit: number; byKeys: boolean }, values: V) => {
+      if (!byKeys) return applySort(spec.positioned(db, values), spec.order).limit(pageSize(limit))
+      const keys = applySort(spec.keys(db, values).select(`${spec.key} as page_key` as never), spec.order).limit(pageSize(limit))
+      return applySort(
+        spec.rows(db).innerJoin(keys.as('page'), join => join.onRef('page.page_key' as never, '=', spec.key as never)),
+        spec.order
+      ) as unknown as SelectQueryBuilder<Database, any, O>
+    },
+    ({ limit, byKeys }) => `${byKeys ? 'keys:' : ''}${limit}`
+  )
   return {
     /** `limit` rows after the position the values name */
     page: (db: Executor, values: V, limit: number) =>

@@ -3,8 +3,11 @@ import { isPostgres, type Db, type Executor } from './dialect.js'
 
 /** A query builder, or a `sql` template (compiled against the database) */
 type Buildable<R> = Compilable<R> | RawBuilder<R>
-type Slot = { name: string, index?: number } | { value: unknown }
-interface Entry<R> { compiled: CompiledQuery<R>, slots: Slot[] }
+type Slot = { name: string; index?: number } | { value: unknown }
+interface Entry<R> {
+  compiled: CompiledQuery<R>
+  slots: Slot[]
+}
 
 /** The values a shaped query is run with: scalars and lists of scalars, by name. */
 export type Values = Record<string, string | number | boolean | null | undefined | ReadonlyArray<string | number>>
@@ -21,7 +24,10 @@ const SHAPES_PER_QUERY = 200
  * which values are defined (null and undefined are part of the shape, as is each list's length).
  * `keyOf` names a shape, distinctly for shapes that build different queries (JSON by default).
  */
-export function cachedStatementPerShape<R, S, V extends Values> (build: (db: Db, shape: S, values: V) => Buildable<R>, keyOf: (shape: S) => string = jsonKey): (db: Executor, shape: S, values: V) => Promise<R[]> {
+export function cachedStatementPerShape<R, S, V extends Values> (
+  build: (db: Db, shape: S, values: V) => Buildable<R>,
+  keyOf: (shape: S) => string = jsonKey
+): (db: Executor, shape: S, values: V) => Promise<R[]> {
   const entries = new Map<string, Entry<R>>()
   return async (db, shape, values) => {
     const key = shapeKey(isPostgres(db), keyOf(shape), values)
@@ -31,23 +37,35 @@ export function cachedStatementPerShape<R, S, V extends Values> (build: (db: Db,
       if (entries.size >= SHAPES_PER_QUERY) entries.delete(entries.keys().next().value!)
       entries.set(key, entry)
     }
-    return run(db, entry.compiled, entry.slots.map(s => ('value' in s ? s.value : s.index === undefined ? values[s.name] : (values[s.name] as unknown[])[s.index])))
+    return run(
+      db,
+      entry.compiled,
+      entry.slots.map(s => ('value' in s ? s.value : s.index === undefined ? values[s.name] : (values[s.name] as unknown[])[s.index]))
+    )
   }
 }
 
 /** A query of one fixed shape whose values are its arguments, in order: `cachedStatement((db, id: string) => …)`. */
-export function cachedStatement<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R[]> {
+export function cachedStatement<R, A extends Array<string | number | boolean>> (
+  build: (db: Db, ...args: A) => Buildable<R>
+): (db: Executor, ...args: A) => Promise<R[]> {
   // The hot path of every read by key: no shape key, parameters straight from the arguments.
-  const byDialect = new Map<boolean, { compiled: CompiledQuery<R>, slots: Array<{ arg: number } | { value: unknown }> }>()
+  const byDialect = new Map<boolean, { compiled: CompiledQuery<R>; slots: Array<{ arg: number } | { value: unknown }> }>()
   return async (db, ...args) => {
     const postgres = isPostgres(db)
     let entry = byDialect.get(postgres)
     if (!entry) {
-      const { compiled, slots } = compile(db as Db, undefined, Object.fromEntries(args.map((v, i) => [i, v])), (d, _, v: Values) => build(d, ...(Object.values(v) as A)))
+      const { compiled, slots } = compile(db as Db, undefined, Object.fromEntries(args.map((v, i) => [i, v])), (d, _, v: Values) =>
+        build(d, ...(Object.values(v) as A))
+      )
       entry = { compiled, slots: slots.map(s => ('value' in s ? s : { arg: Number(s.name) })) }
       byDialect.set(postgres, entry)
     }
-    return run(db, entry.compiled, entry.slots.map(s => ('value' in s ? s.value : args[s.arg])))
+    return run(
+      db,
+      entry.compiled,
+      entry.slots.map(s => ('value' in s ? s.value : args[s.arg]))
+    )
   }
 }
 
@@ -90,7 +108,9 @@ function compile<R, S, V extends Values> (db: Db, shape: S, values: V, build: (d
 }
 
 /** cachedStatement for a read of one row at most (by key): the row, or undefined. */
-export function cachedRowStatement<R, A extends Array<string | number | boolean>> (build: (db: Db, ...args: A) => Buildable<R>): (db: Executor, ...args: A) => Promise<R | undefined> {
+export function cachedRowStatement<R, A extends Array<string | number | boolean>> (
+  build: (db: Db, ...args: A) => Buildable<R>
+): (db: Executor, ...args: A) => Promise<R | undefined> {
   const run = cachedStatement(build)
   return async (db, ...args) => (await run(db, ...args))[0]
 }

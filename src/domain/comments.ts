@@ -20,11 +20,11 @@ const SORT_COLUMNS = { created_at: 'comment.created_at', updated_at: 'comment.up
 const DEFAULT_SORT = [{ column: 'comment.created_at', direction: 'asc' as const }]
 
 function selectComments (db: Executor, postId: string) {
-  return db.selectFrom('comment')
+  return db
+    .selectFrom('comment')
     .innerJoin('user', 'user.id', 'comment.author_id')
     .innerJoin('profile', 'profile.id', 'comment.author_id')
-    .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at',
-      ...PERSON_COLUMNS])
+    .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at', ...PERSON_COLUMNS])
     .where('comment.post_id', '=', postId)
 }
 
@@ -65,7 +65,7 @@ export async function getComment (db: Executor, postId: string, commentId: strin
 export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
   const id = randomUUID()
   const now = writeTimeIso()
-  return db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async trx => {
     await assertPostVisible(trx, postId, authorId)
     await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
     await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
@@ -74,8 +74,15 @@ export async function createComment (db: Executor, postId: string, authorId: str
 }
 
 /** PUT and PATCH: replaces the text. */
-export async function updateComment (db: Executor, postId: string, commentId: string, viewerId: string, change: Change<Comment, CommentWrite>, guard: CommentGuard): Promise<Comment> {
-  return db.transaction().execute(async (trx) => {
+export async function updateComment (
+  db: Executor,
+  postId: string,
+  commentId: string,
+  viewerId: string,
+  change: Change<Comment, CommentWrite>,
+  guard: CommentGuard
+): Promise<Comment> {
+  return db.transaction().execute(async trx => {
     const current = await lockComment(trx, postId, commentId, viewerId)
     guard(current)
     const input = bodyOf(change, current)
@@ -90,7 +97,7 @@ export function commentFields (comment: Comment): CommentWrite {
 }
 
 export async function deleteComment (db: Executor, postId: string, commentId: string, viewerId: string, guard: CommentGuard): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async trx => {
     guard(await lockComment(trx, postId, commentId, viewerId))
     await trx.deleteFrom('comment').where('id', '=', commentId).execute()
   })

@@ -58,8 +58,11 @@ export async function getCourse (db: Db, courseId: string, viewerId: string | un
     throw err instanceof AppError && err.code === 'PostNotFound' ? courseNotFound(courseId) : err
   })
   if (post.type !== 'COURSE') throw courseNotFound(courseId)
-  const { n } = await db.selectFrom('chapter').select(eb => eb.fn.countAll<number | string>().as('n'))
-    .where('course_id', '=', courseId).executeTakeFirstOrThrow()
+  const { n } = await db
+    .selectFrom('chapter')
+    .select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where('course_id', '=', courseId)
+    .executeTakeFirstOrThrow()
   return { ...post, chapters_count: Number(n) }
 }
 
@@ -67,7 +70,10 @@ export async function getCourse (db: Db, courseId: string, viewerId: string | un
  * isVisible in SQL, for the reads of what hangs off a course (its classes): a course is seen by
  * its creator, and by everyone once its published_at has come (`now`, ISO text).
  */
-export function courseVisibleTo<O> (posts: SelectQueryBuilder<Database, 'post', O>, v: { viewer_id: string, now: string }): SelectQueryBuilder<Database, 'post', O> {
+export function courseVisibleTo<O> (
+  posts: SelectQueryBuilder<Database, 'post', O>,
+  v: { viewer_id: string; now: string }
+): SelectQueryBuilder<Database, 'post', O> {
   return posts.where(eb => eb.or([eb('post.creator_id', '=', v.viewer_id), eb('post.published_at', '<=', v.now)]))
 }
 
@@ -88,10 +94,13 @@ export async function assertOwnCourse (db: Db, courseId: string, userId: string)
 
 const POSITIONED_SORT = { position: 'position', title: 'title', created_at: 'created_at' }
 const BY_POSITION = [{ column: 'position', direction: 'asc' as const }]
-const courseHead = cachedRowStatement((db, courseId: string) => db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId))
+const courseHead = cachedRowStatement((db, courseId: string) =>
+  db.selectFrom('post').select(['creator_id', 'type', 'published_at']).where('id', '=', courseId)
+)
 const chapterById = cachedRowStatement((db, chapterId: string) => db.selectFrom('chapter').selectAll().where('id', '=', chapterId))
-const chapterInCourse = cachedRowStatement((db, chapterId: string, courseId: string) => db.selectFrom('chapter').selectAll()
-  .where('id', '=', chapterId).where('course_id', '=', courseId))
+const chapterInCourse = cachedRowStatement((db, chapterId: string, courseId: string) =>
+  db.selectFrom('chapter').selectAll().where('id', '=', chapterId).where('course_id', '=', courseId)
+)
 const lessonById = cachedRowStatement((db, lessonId: string) => db.selectFrom('lesson').selectAll().where('id', '=', lessonId))
 const chapterList = compiledList((db, v: { courseId: string }) => db.selectFrom('chapter').selectAll().where('course_id', '=', v.courseId))
 const lessonList = compiledList((db, v: { chapterId: string }) => db.selectFrom('lesson').selectAll().where('chapter_id', '=', v.chapterId))
@@ -104,8 +113,7 @@ export async function listChapters (db: Db, courseId: string, viewerId: string |
 
 /** A chapter of a course the viewer cannot see is as missing as one that does not exist. */
 export async function getChapter (db: Db, chapterId: string, viewerId: string | undefined): Promise<Chapter> {
-  const row = await orNotFound(chapterById(db, chapterId),
-    'ChapterNotFound', `no chapter with id ${chapterId}`)
+  const row = await orNotFound(chapterById(db, chapterId), 'ChapterNotFound', `no chapter with id ${chapterId}`)
   await getCourse(db, row.course_id, viewerId).catch((err: unknown) => {
     throw err instanceof AppError && err.code === 'CourseNotFound' ? chapterNotFound(chapterId) : err
   })
@@ -114,14 +122,13 @@ export async function getChapter (db: Db, chapterId: string, viewerId: string | 
 
 /** The chapter under its own course; under another course it is 404. */
 async function chapterOf (db: Db, courseId: string, chapterId: string): Promise<Chapter> {
-  const row = await orNotFound(chapterInCourse(db, chapterId, courseId),
-    'ChapterNotFound', `no chapter with id ${chapterId} in course ${courseId}`)
+  const row = await orNotFound(chapterInCourse(db, chapterId, courseId), 'ChapterNotFound', `no chapter with id ${chapterId} in course ${courseId}`)
   return toChapter(row)
 }
 
 export async function createChapter (db: Db, courseId: string, body: ChapterCreate): Promise<Chapter> {
   const id = randomUUID()
-  await db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async trx => {
     const position = await makeRoom(trx, 'chapter', courseId, body.position)
     const now = writeTimeIso()
     await trx.insertInto('chapter').values({ id, course_id: courseId, title: body.title, position, created_at: now, updated_at: now }).execute()
@@ -143,10 +150,13 @@ export async function assertChapterOf (db: Db, courseId: string, chapterId: stri
 
 export async function createLesson (db: Db, chapterId: string, body: LessonCreate): Promise<Lesson> {
   const id = randomUUID()
-  await db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async trx => {
     const position = await makeRoom(trx, 'lesson', chapterId, body.position)
     const now = writeTimeIso()
-    await trx.insertInto('lesson').values({ id, chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now }).execute()
+    await trx
+      .insertInto('lesson')
+      .values({ id, chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now })
+      .execute()
   })
   return getLessonRow(db, id)
 }
@@ -160,8 +170,7 @@ export async function getLesson (db: Db, lessonId: string, viewerId: string | un
 }
 
 async function getLessonRow (db: Db, lessonId: string): Promise<Lesson> {
-  return toLesson(await orNotFound(lessonById(db, lessonId),
-    'LessonNotFound', `no lesson with id ${lessonId}`))
+  return toLesson(await orNotFound(lessonById(db, lessonId), 'LessonNotFound', `no lesson with id ${lessonId}`))
 }
 
 const PARENT = {
@@ -179,13 +188,27 @@ async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string,
   // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
   const t = table as 'chapter'
   const column = parentColumn as 'course_id'
-  await lockForUpdate(trx, trx.selectFrom(parentTable as 'post').select('id').where('id', '=', parentId))
-  const { last } = await trx.selectFrom(t).select(eb => eb.fn.max('position').as('last')).where(column, '=', parentId).executeTakeFirstOrThrow()
+  await lockForUpdate(
+    trx,
+    trx
+      .selectFrom(parentTable as 'post')
+      .select('id')
+      .where('id', '=', parentId)
+  )
+  const { last } = await trx
+    .selectFrom(t)
+    .select(eb => eb.fn.max('position').as('last'))
+    .where(column, '=', parentId)
+    .executeTakeFirstOrThrow()
   const end = Number(last ?? 0) + 1
   const position = wanted === undefined || wanted > end ? end : wanted
   if (position < end) {
-    await trx.updateTable(t).set(eb => ({ position: eb('position', '+', 1), updated_at: writeTimeIso() }))
-      .where(column, '=', parentId).where('position', '>=', position).execute()
+    await trx
+      .updateTable(t)
+      .set(eb => ({ position: eb('position', '+', 1), updated_at: writeTimeIso() }))
+      .where(column, '=', parentId)
+      .where('position', '>=', position)
+      .execute()
   }
   return position
 }
@@ -194,9 +217,14 @@ async function makeRoom (trx: Db, table: 'chapter' | 'lesson', parentId: string,
  * PUT and PATCH of a chapter: replaces its title and, when a position is given, moves it there.
  * The course row is locked first, as on create, so moves and inserts take turns within a course.
  */
-export async function updateChapter (db: Db, chapterId: string, viewerId: string, change: Change<Chapter, ChapterCreate>,
-  guard: Guard<{ course: Course, chapter: Chapter }>): Promise<Chapter> {
-  return db.transaction().execute(async (trx) => {
+export async function updateChapter (
+  db: Db,
+  chapterId: string,
+  viewerId: string,
+  change: Change<Chapter, ChapterCreate>,
+  guard: Guard<{ course: Course; chapter: Chapter }>
+): Promise<Chapter> {
+  return db.transaction().execute(async trx => {
     const current = await lockChapter(trx, chapterId, viewerId)
     guard(current)
     const body = bodyOf(change, current.chapter)
@@ -212,9 +240,8 @@ export function chapterFields (chapter: Chapter): ChapterCreate {
 }
 
 /** Removes a chapter with its lessons (ON DELETE CASCADE); the later chapters move up one place. */
-export async function deleteChapter (db: Db, chapterId: string, viewerId: string,
-  guard: Guard<{ course: Course, chapter: Chapter }>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function deleteChapter (db: Db, chapterId: string, viewerId: string, guard: Guard<{ course: Course; chapter: Chapter }>): Promise<void> {
+  await db.transaction().execute(async trx => {
     const current = await lockChapter(trx, chapterId, viewerId)
     guard(current)
     await trx.deleteFrom('chapter').where('id', '=', chapterId).execute()
@@ -226,7 +253,7 @@ export async function deleteChapter (db: Db, chapterId: string, viewerId: string
  * The chapter as the viewer may see it (404 ChapterNotFound) and its course, the course row
  * locked; the chapter is read again under the lock, since a move may have shifted it meanwhile.
  */
-async function lockChapter (trx: Db, chapterId: string, viewerId: string): Promise<{ course: Course, chapter: Chapter }> {
+async function lockChapter (trx: Db, chapterId: string, viewerId: string): Promise<{ course: Course; chapter: Chapter }> {
   const { course_id: courseId } = await getChapter(trx, chapterId, viewerId)
   await lockForUpdate(trx, trx.selectFrom('post').select('id').where('id', '=', courseId))
   const chapter = await getChapter(trx, chapterId, viewerId)
@@ -237,15 +264,23 @@ async function lockChapter (trx: Db, chapterId: string, viewerId: string): Promi
  * PUT and PATCH of a lesson: replaces its title and body and, when a position is given, moves it
  * within its chapter. The chapter row is locked first, as on create.
  */
-export async function updateLesson (db: Db, lessonId: string, viewerId: string, change: Change<Lesson, LessonCreate>,
-  guard: Guard<{ course: Course, lesson: Lesson }>): Promise<Lesson> {
-  return db.transaction().execute(async (trx) => {
+export async function updateLesson (
+  db: Db,
+  lessonId: string,
+  viewerId: string,
+  change: Change<Lesson, LessonCreate>,
+  guard: Guard<{ course: Course; lesson: Lesson }>
+): Promise<Lesson> {
+  return db.transaction().execute(async trx => {
     const current = await lockLesson(trx, lessonId, viewerId)
     guard(current)
     const body = bodyOf(change, current.lesson)
     const position = await move(trx, 'lesson', current.lesson.chapter_id, current.lesson, body.position)
-    await trx.updateTable('lesson').set({ title: body.title, body: body.body ?? null, position, updated_at: writeTimeIso() })
-      .where('id', '=', lessonId).execute()
+    await trx
+      .updateTable('lesson')
+      .set({ title: body.title, body: body.body ?? null, position, updated_at: writeTimeIso() })
+      .where('id', '=', lessonId)
+      .execute()
     return getLessonRow(trx, lessonId)
   })
 }
@@ -256,9 +291,8 @@ export function lessonFields (lesson: Lesson): LessonCreate {
 }
 
 /** Removes a lesson; the later lessons of its chapter move up one place. */
-export async function deleteLesson (db: Db, lessonId: string, viewerId: string,
-  guard: Guard<{ course: Course, lesson: Lesson }>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function deleteLesson (db: Db, lessonId: string, viewerId: string, guard: Guard<{ course: Course; lesson: Lesson }>): Promise<void> {
+  await db.transaction().execute(async trx => {
     const current = await lockLesson(trx, lessonId, viewerId)
     guard(current)
     await trx.deleteFrom('lesson').where('id', '=', lessonId).execute()
@@ -267,7 +301,7 @@ export async function deleteLesson (db: Db, lessonId: string, viewerId: string,
 }
 
 /** The lesson as the viewer may see it (404 LessonNotFound) and its course, the chapter row locked and the lesson read again under it. */
-async function lockLesson (trx: Db, lessonId: string, viewerId: string): Promise<{ course: Course, lesson: Lesson }> {
+async function lockLesson (trx: Db, lessonId: string, viewerId: string): Promise<{ course: Course; lesson: Lesson }> {
   const { chapter_id: chapterId } = await getLesson(trx, lessonId, viewerId)
   await lockForUpdate(trx, trx.selectFrom('chapter').select('id').where('id', '=', chapterId))
   const lesson = await getLesson(trx, lessonId, viewerId)
@@ -280,20 +314,30 @@ async function lockLesson (trx: Db, lessonId: string, viewerId: string): Promise
  * is; past the end: the last), shifting the items between its old and new place by one, so the
  * places stay 1..n with none taken twice.
  */
-async function move (trx: Db, table: 'chapter' | 'lesson', parentId: string, item: { id: string, position: number },
-  wanted: number | undefined): Promise<number> {
+async function move (
+  trx: Db,
+  table: 'chapter' | 'lesson',
+  parentId: string,
+  item: { id: string; position: number },
+  wanted: number | undefined
+): Promise<number> {
   if (wanted === undefined || wanted === item.position) return item.position
   // Both tables share the shape (parent id, position); the casts only name one of them for Kysely's types.
   const t = table as 'chapter'
   const column = PARENT[table].parentColumn as 'course_id'
-  const { n } = await trx.selectFrom(t).select(eb => eb.fn.countAll<number | string>().as('n'))
-    .where(column, '=', parentId).executeTakeFirstOrThrow()
+  const { n } = await trx
+    .selectFrom(t)
+    .select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where(column, '=', parentId)
+    .executeTakeFirstOrThrow()
   const to = Math.min(wanted, Number(n))
   if (to === item.position) return to
   const down = to < item.position
-  await trx.updateTable(t)
+  await trx
+    .updateTable(t)
     .set(eb => ({ position: eb('position', down ? '+' : '-', 1), updated_at: writeTimeIso() }))
-    .where(column, '=', parentId).where('id', '!=', item.id)
+    .where(column, '=', parentId)
+    .where('id', '!=', item.id)
     .where('position', '>=', down ? to : item.position + 1)
     .where('position', '<=', down ? item.position - 1 : to)
     .execute()
@@ -304,6 +348,10 @@ async function move (trx: Db, table: 'chapter' | 'lesson', parentId: string, ite
 async function closeGap (trx: Db, table: 'chapter' | 'lesson', parentId: string, removed: number): Promise<void> {
   const t = table as 'chapter'
   const column = PARENT[table].parentColumn as 'course_id'
-  await trx.updateTable(t).set(eb => ({ position: eb('position', '-', 1), updated_at: writeTimeIso() }))
-    .where(column, '=', parentId).where('position', '>', removed).execute()
+  await trx
+    .updateTable(t)
+    .set(eb => ({ position: eb('position', '-', 1), updated_at: writeTimeIso() }))
+    .where(column, '=', parentId)
+    .where('position', '>', removed)
+    .execute()
 }

@@ -39,25 +39,34 @@ function tokenHash (key: Buffer, token: string): string {
  * Issues a link's token for the user's current address: stores only its hash, with the address
  * and the expiry, in the caller's transaction; the user's expired links go at the same time.
  */
-export async function issueVerificationToken (db: Executor, settings: VerificationSettings, user: { id: string, email: string },
-  nowMs = Date.now(), purpose: 'verify' | 'change' = 'verify'): Promise<string> {
+export async function issueVerificationToken (
+  db: Executor,
+  settings: VerificationSettings,
+  user: { id: string; email: string },
+  nowMs = Date.now(),
+  purpose: 'verify' | 'change' = 'verify'
+): Promise<string> {
   const token = randomBytes(TOKEN_BYTES).toString('base64url')
   const now = new Date(nowMs).toISOString()
   await db.deleteFrom('email_verification').where('user_id', '=', user.id).where('expires_at', '<=', now).execute()
-  await db.insertInto('email_verification').values({
-    token_hash: tokenHash(settings.key, token),
-    user_id: user.id,
-    email: user.email,
-    purpose,
-    expires_at: new Date(nowMs + settings.ttlSeconds * 1000).toISOString(),
-    created_at: now
-  }).execute()
+  await db
+    .insertInto('email_verification')
+    .values({
+      token_hash: tokenHash(settings.key, token),
+      user_id: user.id,
+      email: user.email,
+      purpose,
+      expires_at: new Date(nowMs + settings.ttlSeconds * 1000).toISOString(),
+      created_at: now
+    })
+    .execute()
   return token
 }
 
-const invalid = (rule: 'invalid' | 'expired', message: string) => new AppError('InvalidVerificationToken', message, {
-  errors: [{ in: 'body', field: '/token', rule, message }]
-})
+const invalid = (rule: 'invalid' | 'expired', message: string) =>
+  new AppError('InvalidVerificationToken', message, {
+    errors: [{ in: 'body', field: '/token', rule, message }]
+  })
 const NOT_VALID = 'this verification link is not valid (it may be for an earlier e-mail address): sign in and ask for a new one'
 const TAKEN = 'this address cannot be used for your account: sign in and ask for the change again'
 
@@ -72,34 +81,49 @@ const TAKEN = 'this address cannot be used for your account: sign in and ask for
 export async function confirmEmail (db: Db, settings: VerificationSettings, token: string, nowMs = Date.now()): Promise<void> {
   if (!TOKEN.test(token)) throw invalid('invalid', NOT_VALID)
   const hash = tokenHash(settings.key, token)
-  await db.transaction().execute(async (trx) => {
-    const link = await trx.selectFrom('email_verification')
-      .innerJoin('user', 'user.id', 'email_verification.user_id')
-      .select(['user.id', 'user.email', 'user.email_verified_at', 'email_verification.email as sent_to',
-        'email_verification.expires_at', 'email_verification.purpose'])
-      .where('email_verification.token_hash', '=', hash)
-      .executeTakeFirst()
-    const current = link !== undefined && link.sent_to.toLowerCase() === link.email.toLowerCase()
-    if (!link || (!current && link.purpose !== 'change')) throw invalid('invalid', NOT_VALID)
-    // Checked after the address, so only a link that would still verify is told it expired.
-    if (nowMs >= Date.parse(link.expires_at)) throw invalid('expired', 'this verification link has expired: sign in and ask for a new one')
-    if (current) {
-      if (link.email_verified_at !== null) return
-      await trx.updateTable('user').set({ email_verified_at: writeTimeIso() })
-        .where('id', '=', link.id).where('email', '=', link.email).where('email_verified_at', 'is', null).execute()
-      return
-    }
-    const taken = await trx.selectFrom('user').select('id').where('email', '=', link.sent_to).executeTakeFirst()
-    if (taken) throw invalid('invalid', TAKEN)
-    const now = writeTimeIso()
-    await trx.updateTable('user').set({ email: link.sent_to, email_verified_at: now, updated_at: now }).where('id', '=', link.id).execute()
-    await trx.deleteFrom('password_reset').where('user_id', '=', link.id).execute()
-  }).catch((err: unknown) => {
-    // Another account took the address between the check and the write: the unique index decides.
-    const e = err as { code?: string }
-    if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') throw invalid('invalid', TAKEN)
-    throw err
-  })
+  await db
+    .transaction()
+    .execute(async trx => {
+      const link = await trx
+        .selectFrom('email_verification')
+        .innerJoin('user', 'user.id', 'email_verification.user_id')
+        .select([
+          'user.id',
+          'user.email',
+          'user.email_verified_at',
+          'email_verification.email as sent_to',
+          'email_verification.expires_at',
+          'email_verification.purpose'
+        ])
+        .where('email_verification.token_hash', '=', hash)
+        .executeTakeFirst()
+      const current = link !== undefined && link.sent_to.toLowerCase() === link.email.toLowerCase()
+      if (!link || (!current && link.purpose !== 'change')) throw invalid('invalid', NOT_VALID)
+      // Checked after the address, so only a link that would still verify is told it expired.
+      if (nowMs >= Date.parse(link.expires_at)) throw invalid('expired', 'this verification link has expired: sign in and ask for a new one')
+      if (current) {
+        if (link.email_verified_at !== null) return
+        await trx
+          .updateTable('user')
+          .set({ email_verified_at: writeTimeIso() })
+          .where('id', '=', link.id)
+          .where('email', '=', link.email)
+          .where('email_verified_at', 'is', null)
+          .execute()
+        return
+      }
+      const taken = await trx.selectFrom('user').select('id').where('email', '=', link.sent_to).executeTakeFirst()
+      if (taken) throw invalid('invalid', TAKEN)
+      const now = writeTimeIso()
+      await trx.updateTable('user').set({ email: link.sent_to, email_verified_at: now, updated_at: now }).where('id', '=', link.id).execute()
+      await trx.deleteFrom('password_reset').where('user_id', '=', link.id).execute()
+    })
+    .catch((err: unknown) => {
+      // Another account took the address between the check and the write: the unique index decides.
+      const e = err as { code?: string }
+      if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') throw invalid('invalid', TAKEN)
+      throw err
+    })
 }
 
 export function ttlInWords (seconds: number): string {
@@ -109,7 +133,11 @@ export function ttlInWords (seconds: number): string {
 }
 
 /** Queues the link to the user's address, in the caller's transaction (sign-up's, or the resend's). */
-export async function queueVerificationEmail (db: Executor, settings: VerificationSettings, user: { id: string, username: string, email: string }): Promise<void> {
+export async function queueVerificationEmail (
+  db: Executor,
+  settings: VerificationSettings,
+  user: { id: string; username: string; email: string }
+): Promise<void> {
   const link = new URL(settings.url)
   link.searchParams.set('token', await issueVerificationToken(db, settings, user))
   // Every line within 76 characters (with the default link too), so the mail goes out as 7-bit
@@ -131,8 +159,12 @@ export async function queueVerificationEmail (db: Executor, settings: Verificati
 
 /** POST /users/{userId}/verification-emails: a fresh link, unless the address is already verified (409). */
 export async function resendVerification (db: Db, settings: VerificationSettings, userId: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const user = await trx.selectFrom('user').select(['id', 'username', 'email', 'email_verified_at']).where('id', '=', userId).executeTakeFirstOrThrow()
+  await db.transaction().execute(async trx => {
+    const user = await trx
+      .selectFrom('user')
+      .select(['id', 'username', 'email', 'email_verified_at'])
+      .where('id', '=', userId)
+      .executeTakeFirstOrThrow()
     if (user.email_verified_at !== null) throw new AppError('EmailAlreadyVerified', 'this e-mail address is already verified')
     await queueVerificationEmail(trx, settings, user)
   })
@@ -150,6 +182,6 @@ export async function verifiedAddress (db: Executor, userId: string): Promise<st
 /** verifiedAddress for routes whose whole point is a mail: unverified is 403 EmailNotVerified. */
 export async function requireVerifiedAddress (db: Executor, userId: string): Promise<string> {
   const address = await verifiedAddress(db, userId)
-  if (address === undefined) throw new AppError('EmailNotVerified', 'verify your e-mail address first: open the link Roja mailed you, or ask for a new one')
+  if (address === undefined) { throw new AppError('EmailNotVerified', 'verify your e-mail address first: open the link Roja mailed you, or ask for a new one') }
   return address
 }

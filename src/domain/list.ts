@@ -10,7 +10,13 @@ import type { Page, SortKey } from '../db/paging.js'
  * `tiebreak` (usually the id) keeps pages stable when sort values repeat; `nullable` names the
  * mapped columns that may hold NULL (sorted last either way).
  */
-export function parseSort (sort: string | undefined, columns: Record<string, string>, fallback: SortKey[], tiebreak = 'id', nullable: readonly string[] = []): SortKey[] {
+export function parseSort (
+  sort: string | undefined,
+  columns: Record<string, string>,
+  fallback: SortKey[],
+  tiebreak = 'id',
+  nullable: readonly string[] = []
+): SortKey[] {
   const keys: SortKey[] = sort
     ? sort.split(',').map(part => {
       const desc = part.startsWith('-')
@@ -40,12 +46,14 @@ export function pageOrCount (query: PagingQuery): Page {
   const pageForm = query.page !== undefined || query.count !== undefined
   if (offsetForm && pageForm) {
     throw new AppError('ValidationFailed', 'page with limit/offset or with page/count, not both', {
-      errors: [{
-        in: 'query',
-        field: query.page !== undefined ? '/page' : '/count',
-        rule: 'pagingForm',
-        message: 'cannot be combined with limit/offset: use one paging form'
-      }]
+      errors: [
+        {
+          in: 'query',
+          field: query.page !== undefined ? '/page' : '/count',
+          rule: 'pagingForm',
+          message: 'cannot be combined with limit/offset: use one paging form'
+        }
+      ]
     })
   }
   if (pageForm) {

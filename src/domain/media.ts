@@ -52,8 +52,8 @@ export async function storeUpload (storage: MediaStorage, file: Readable, reserv
     }
   }
   const stored = await storage.put(id, keepHead(file))
-  const content_type = await sniff(Buffer.concat(head), stored.size)
-  return { id, storage_key: id, ...stored, content_type }
+  const contentType = await sniff(Buffer.concat(head), stored.size)
+  return { id, storage_key: id, ...stored, content_type: contentType }
 }
 
 /**
@@ -71,7 +71,8 @@ export async function sniff (head: Buffer, size: number): Promise<string> {
 }
 
 // HTML, any XML (SVG and XHTML start `<?xml`, which file-type names application/xml), scripts, Flash.
-const ACTIVE = /^(?:text\/(?:html|xml|javascript|ecmascript)|application\/(?:xml|xhtml\+xml|javascript|ecmascript|x-shockwave-flash)|[a-z]+\/[^;\s]+\+xml)$/i
+const ACTIVE =
+  /^(?:text\/(?:html|xml|javascript|ecmascript)|application\/(?:xml|xhtml\+xml|javascript|ecmascript|x-shockwave-flash)|[a-z]+\/[^;\s]+\+xml)$/i
 
 /** Would a browser run or render it as a document? Such uploads are stored and served as text/plain. */
 export function isActiveContent (mediaType: string): boolean {
@@ -116,16 +117,22 @@ export interface MediaUsage {
   reserved_bytes: number
 }
 
-const usageOf = cachedStatementPerShape((db, _: undefined, v: { owner_id: string, now: string, except?: string }) =>
-  db.selectFrom('media').where('media.owner_id', '=', v.owner_id).select(eb => [
-    eb.fn.countAll<number | string>().as('files'),
-    eb.fn.coalesce(eb.fn.sum<number | string>('media.size'), sql<number>`0`).as('used_bytes'),
-    eb.selectFrom('media_upload')
-      .select(u => u.fn.coalesce(u.fn.sum<number | string>('media_upload.reserved_bytes'), sql<number>`0`).as('bytes'))
-      .where('media_upload.owner_id', '=', v.owner_id).where('media_upload.expires_at', '>', v.now)
-      .$if(v.except !== undefined, q => q.where('media_upload.id', '!=', v.except!))
-      .as('reserved_bytes')
-  ]))
+const usageOf = cachedStatementPerShape((db, _: undefined, v: { owner_id: string; now: string; except?: string }) =>
+  db
+    .selectFrom('media')
+    .where('media.owner_id', '=', v.owner_id)
+    .select(eb => [
+      eb.fn.countAll<number | string>().as('files'),
+      eb.fn.coalesce(eb.fn.sum<number | string>('media.size'), sql<number>`0`).as('used_bytes'),
+      eb
+        .selectFrom('media_upload')
+        .select(u => u.fn.coalesce(u.fn.sum<number | string>('media_upload.reserved_bytes'), sql<number>`0`).as('bytes'))
+        .where('media_upload.owner_id', '=', v.owner_id)
+        .where('media_upload.expires_at', '>', v.now)
+        .$if(v.except !== undefined, q => q.where('media_upload.id', '!=', v.except!))
+        .as('reserved_bytes')
+    ])
+)
 
 /** The user's usage; `except` leaves one upload in progress out (the one being counted against the rest). */
 export async function mediaUsage (db: Executor, ownerId: string, except?: string): Promise<MediaUsage> {
@@ -134,8 +141,16 @@ export async function mediaUsage (db: Executor, ownerId: string, except?: string
 }
 
 function quotaExceeded (r: Pick<UploadReservation, 'room' | 'quota'>): AppError {
-  if (r.room === 0) return new AppError('StorageQuotaExceeded', `your storage quota of ${r.quota} bytes is used up (uploads in progress count); even an empty file needs room`)
-  return new AppError('StorageQuotaExceeded', `the file is larger than the ${r.room} bytes left of your storage quota of ${r.quota} bytes (uploads in progress count)`)
+  if (r.room === 0) {
+    return new AppError(
+      'StorageQuotaExceeded',
+      `your storage quota of ${r.quota} bytes is used up (uploads in progress count); even an empty file needs room`
+    )
+  }
+  return new AppError(
+    'StorageQuotaExceeded',
+    `the file is larger than the ${r.room} bytes left of your storage quota of ${r.quota} bytes (uploads in progress count)`
+  )
 }
 
 function tooManyFiles (maxFiles: number): AppError {
@@ -144,8 +159,12 @@ function tooManyFiles (maxFiles: number): AppError {
 
 // Uploads in progress for the owner, held against the file count as their bytes are against the quota.
 const uploadsInProgress = async (db: Executor, ownerId: string, now: string): Promise<number> => {
-  const row = await db.selectFrom('media_upload').select(eb => eb.fn.countAll<number | string>().as('n'))
-    .where('owner_id', '=', ownerId).where('expires_at', '>', now).executeTakeFirst()
+  const row = await db
+    .selectFrom('media_upload')
+    .select(eb => eb.fn.countAll<number | string>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
   return Number(row?.n ?? 0)
 }
 
@@ -163,20 +182,26 @@ async function lockOwner (trx: Executor, ownerId: string): Promise<void> {
  * the room and never both fit into it. The room lasts `ttlMs` at most: a process that dies
  * mid-upload holds it no longer than that.
  */
-export async function reserveUpload (db: Db, ownerId: string, opts: { quota: number, maxFiles: number, wanted: number, ttlMs: number }): Promise<UploadReservation> {
+export async function reserveUpload (
+  db: Db,
+  ownerId: string,
+  opts: { quota: number; maxFiles: number; wanted: number; ttlMs: number }
+): Promise<UploadReservation> {
   const id = randomUUID()
-  return db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async trx => {
     await lockOwner(trx, ownerId)
     const now = clockMs()
     await trx.deleteFrom('media_upload').where('owner_id', '=', ownerId).where('expires_at', '<=', new Date(now).toISOString()).execute()
     const usage = await mediaUsage(trx, ownerId)
     // Files count as well as bytes: an empty file costs an inode and a row all the same.
-    if (usage.files + await uploadsInProgress(trx, ownerId, new Date(now).toISOString()) >= opts.maxFiles) throw tooManyFiles(opts.maxFiles)
+    if (usage.files + (await uploadsInProgress(trx, ownerId, new Date(now).toISOString())) >= opts.maxFiles) throw tooManyFiles(opts.maxFiles)
     const room = Math.max(0, opts.quota - usage.used_bytes - usage.reserved_bytes)
     if (room === 0) throw quotaExceeded({ room, quota: opts.quota })
     const bytes = Math.min(room, Math.max(0, opts.wanted))
-    await trx.insertInto('media_upload')
-      .values({ id, owner_id: ownerId, reserved_bytes: bytes, expires_at: new Date(now + opts.ttlMs).toISOString() }).execute()
+    await trx
+      .insertInto('media_upload')
+      .values({ id, owner_id: ownerId, reserved_bytes: bytes, expires_at: new Date(now + opts.ttlMs).toISOString() })
+      .execute()
     return { id, owner_id: ownerId, bytes, room, quota: opts.quota }
   })
 }
@@ -194,7 +219,7 @@ export async function releaseUpload (db: Db, reservation: UploadReservation): Pr
  */
 export async function createMedia (db: Db, storage: MediaStorage, reservation: UploadReservation, upload: StoredUpload): Promise<MediaRow> {
   try {
-    return await db.transaction().execute(async (trx) => {
+    return await db.transaction().execute(async trx => {
       await lockOwner(trx, reservation.owner_id)
       const usage = await mediaUsage(trx, reservation.owner_id, reservation.id)
       const room = reservation.quota - usage.used_bytes - usage.reserved_bytes
@@ -213,7 +238,7 @@ const MY_MEDIA_SORT = { created_at: 'created_at', size: 'size' }
 const myMediaList = compiledList((db, v: { owner_id: string }) => db.selectFrom('media').selectAll().where('owner_id', '=', v.owner_id))
 
 /** A page of the owner's own media, newest first by default, with what they take against the quota. */
-export async function listMyMedia (db: Db, ownerId: string, query: MyMediaListQuery, page: Page): Promise<{ rows: MediaRow[], usage: MediaUsage }> {
+export async function listMyMedia (db: Db, ownerId: string, query: MyMediaListQuery, page: Page): Promise<{ rows: MediaRow[]; usage: MediaUsage }> {
   const sort = parseSort(query.sort, MY_MEDIA_SORT, [{ column: 'created_at', direction: 'desc' }], 'id')
   const usage = mediaUsage(db, ownerId)
   const { rows } = await myMediaList.page(db, { owner_id: ownerId }, sort, page, async () => (await usage).files)
@@ -237,19 +262,32 @@ export async function getMedia (db: Db, id: string): Promise<MediaRow> {
  * row (404) and frees nothing. `guard` runs against the row as it is: who may delete it (the
  * route's owner rule and If-Match). Exported for whatever else ends an owner's media (account deletion).
  */
-export async function deleteMedia (db: Db, storage: MediaStorage, ownerId: string, mediaId: string,
-  guard: (current: MediaRow) => void): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function deleteMedia (
+  db: Db,
+  storage: MediaStorage,
+  ownerId: string,
+  mediaId: string,
+  guard: (current: MediaRow) => void
+): Promise<void> {
+  await db.transaction().execute(async trx => {
     await lockOwner(trx, ownerId)
     const row = await trx.selectFrom('media').selectAll().where('id', '=', mediaId).executeTakeFirst()
     if (!row) throw new AppError('MediaNotFound', `no media with id ${mediaId}`)
     guard(row)
     await trx.deleteFrom('media').where('id', '=', mediaId).execute()
     const urls = urlPatterns(mediaId)
-    await trx.updateTable('profile').set({ avatar_url: null })
-      .where('id', '=', ownerId).where(eb => eb.or(urls.map(url => eb('avatar_url', 'like', url)))).execute()
-    await trx.updateTable('post').set({ media_url: null })
-      .where('creator_id', '=', ownerId).where(eb => eb.or(urls.map(url => eb('media_url', 'like', url)))).execute()
+    await trx
+      .updateTable('profile')
+      .set({ avatar_url: null })
+      .where('id', '=', ownerId)
+      .where(eb => eb.or(urls.map(url => eb('avatar_url', 'like', url))))
+      .execute()
+    await trx
+      .updateTable('post')
+      .set({ media_url: null })
+      .where('creator_id', '=', ownerId)
+      .where(eb => eb.or(urls.map(url => eb('media_url', 'like', url))))
+      .execute()
     await storage.remove(row.storage_key)
   })
 }
@@ -301,15 +339,18 @@ export function pickRange (size: number, header: string | undefined, ifRange: st
  * RFC 9110 §14.1.2: a suffix-range longer than the file selects all of it. range-parser calls
  * it unsatisfiable (its start goes negative), so such suffixes are cut to the file's size first.
  */
-function clampSuffixes (size: number, header: string): { clamped: string, suffix: boolean } {
+function clampSuffixes (size: number, header: string): { clamped: string; suffix: boolean } {
   const eq = header.indexOf('=')
   if (eq === -1) return { clamped: header, suffix: false }
   let suffix = false
-  const specs = header.slice(eq + 1).split(',').map(spec => {
-    const m = /^\s*-\s*(\d+)\s*$/.exec(spec)
-    if (!m || /^0+$/.test(m[1])) return spec
-    suffix = true
-    return Number(m[1]) > size ? `-${size}` : spec
-  })
+  const specs = header
+    .slice(eq + 1)
+    .split(',')
+    .map(spec => {
+      const m = /^\s*-\s*(\d+)\s*$/.exec(spec)
+      if (!m || /^0+$/.test(m[1])) return spec
+      suffix = true
+      return Number(m[1]) > size ? `-${size}` : spec
+    })
   return { clamped: `${header.slice(0, eq + 1)}${specs.join(',')}`, suffix }
 }

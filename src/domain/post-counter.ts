@@ -19,10 +19,12 @@ export async function countPublishedPosts (db: Executor, now: string, type?: str
   return Number(row?.total ?? 0)
 }
 
-const publishedTotal = cachedStatementPerShape((_db, _: undefined, { now, horizon, horizonDay, type }: { now: string, horizon: string, horizonDay: string, type?: string }) => {
-  const ofType = type === undefined ? sql`` : sql`and type = ${type}`
-  return sql<{ total: number | string | null }>`select
+const publishedTotal = cachedStatementPerShape(
+  (_db, _: undefined, { now, horizon, horizonDay, type }: { now: string; horizon: string; horizonDay: string; type?: string }) => {
+    const ofType = type === undefined ? sql`` : sql`and type = ${type}`
+    return sql<{ total: number | string | null }>`select
       coalesce((select sum(published) from post_counter where 1 = 1 ${ofType}), 0)
       - (select count(*) from post where published_at > ${now} and published_at < ${horizon} ${ofType})
       - coalesce((select sum(scheduled) from post_schedule where day >= ${horizonDay} ${ofType}), 0) as total`
-})
+  }
+)

@@ -28,12 +28,25 @@ const SORT_COLUMNS = { created_at: 'post.created_at', updated_at: 'post.updated_
 const DEFAULT_SORT = [{ column: 'post.sort_at', direction: 'desc' as const }]
 
 function selectPosts (db: Executor) {
-  return db.selectFrom('post')
+  return db
+    .selectFrom('post')
     .innerJoin('user', 'user.id', 'post.creator_id')
     .innerJoin('profile', 'profile.id', 'post.creator_id')
-    .select(['post.id', 'post.type', 'post.slug', 'post.title', 'post.body', 'post.word_count', 'post.tags', 'post.media_url',
-      'post.published_at', 'post.created_at', 'post.updated_at', 'post.creator_id',
-      ...PERSON_COLUMNS])
+    .select([
+      'post.id',
+      'post.type',
+      'post.slug',
+      'post.title',
+      'post.body',
+      'post.word_count',
+      'post.tags',
+      'post.media_url',
+      'post.published_at',
+      'post.created_at',
+      'post.updated_at',
+      'post.creator_id',
+      ...PERSON_COLUMNS
+    ])
 }
 
 type PostRow = Awaited<ReturnType<ReturnType<typeof selectPosts>['executeTakeFirstOrThrow']>>
@@ -65,7 +78,7 @@ export function wordCount (body: string): number {
 }
 
 /** Published means published_at has come; drafts (null) and scheduled posts are seen by their creator only. */
-export function isVisible (row: { published_at: Date | string | null, creator_id: string }, viewerId: string | undefined): boolean {
+export function isVisible (row: { published_at: Date | string | null; creator_id: string }, viewerId: string | undefined): boolean {
   if (viewerId !== undefined && row.creator_id === viewerId) return true
   return row.published_at !== null && toDate(row.published_at).getTime() <= clockMs()
 }
@@ -94,7 +107,11 @@ export interface PostScope {
 }
 
 /** A page of posts and the total the filters match. The public lists hold published posts only. */
-export async function listPosts (db: Executor, query: PostListQuery | CreatorPostListQuery, scope: PostScope = {}): Promise<{ posts: Post[], total: number }> {
+export async function listPosts (
+  db: Executor,
+  query: PostListQuery | CreatorPostListQuery,
+  scope: PostScope = {}
+): Promise<{ posts: Post[]; total: number }> {
   const values = filterValues(query, scope, clockMs())
   const sort = parseSort(query.sort, SORT_COLUMNS, DEFAULT_SORT, 'post.id', ['post.published_at'])
   const { rows, total } = await postList.page(db, values, sort, query, counterTotal(db, values))
@@ -152,9 +169,14 @@ function filterPosts<Q extends SelectQueryBuilder<Database, any, any>> (query: Q
   if (v.type !== undefined) q = q.where('post.type', '=', v.type as Post['type'])
   const tags = v.tags
   if (tags !== undefined) {
-    q = q.where('post.id', 'in', eb => eb.selectFrom('post_tag').select('post_tag.post_id')
-      .where('post_tag.tag', 'in', tags).groupBy('post_tag.post_id')
-      .having(sql<number>`count(*)`, '=', tags.length))
+    q = q.where('post.id', 'in', eb =>
+      eb
+        .selectFrom('post_tag')
+        .select('post_tag.post_id')
+        .where('post_tag.tag', 'in', tags)
+        .groupBy('post_tag.post_id')
+        .having(sql<number>`count(*)`, '=', tags.length)
+    )
   }
   return q as Q
 }
@@ -169,15 +191,20 @@ const postList = compiledList((db, v: PostFilterValues) => filterPosts(selectPos
 })
 
 /** Where a keyset page ends: the (sort_at, id) of its last post. */
-export interface PostPosition { sort_at: string, id: string }
+export interface PostPosition {
+  sort_at: string
+  id: string
+}
 
-type Keyset = PostFilterValues & { sortAt?: string, id?: string }
+type Keyset = PostFilterValues & { sortAt?: string; id?: string }
 
 /** The posts (of `query`'s table set) after a position, filtered; the keyset list adds the order and limit. */
 function afterPosition<Q extends SelectQueryBuilder<Database, any, any>> (query: Q, v: Keyset): Q {
   const q = filterPosts(query, v) as unknown as PostQuery
   const { sortAt, id } = v
-  return (sortAt !== undefined && id !== undefined ? q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id))) : q) as unknown as Q
+  return (sortAt !== undefined && id !== undefined
+    ? q.where(eb => eb(eb.refTuple('post.sort_at', 'post.id'), '<', eb.tuple(sortAt, id)))
+    : q) as unknown as Q
 }
 
 /** v2's pages: the posts after a position in the default order (sort_at desc, id desc). */
@@ -186,7 +213,10 @@ const postsAfter = keysetList({
   positioned: (db, v: Keyset) => afterPosition(selectPosts(db).select('post.sort_at'), v),
   keys: (db, v: Keyset) => afterPosition(db.selectFrom('post'), v),
   rows: db => selectPosts(db).select('post.sort_at'),
-  order: [{ column: 'post.sort_at', direction: 'desc' }, { column: 'post.id', direction: 'desc' }],
+  order: [
+    { column: 'post.sort_at', direction: 'desc' },
+    { column: 'post.id', direction: 'desc' }
+  ],
   narrow: v => v.creatorId !== undefined
 })
 
@@ -195,14 +225,21 @@ const postsAfter = keysetList({
  * post_sort_at_idx index): the `limit` posts after `after`, so a deep page costs what the first
  * does, and a post written meanwhile (it sorts first) never shifts the pages that follow.
  */
-export async function listPostsAfter (db: Executor, query: PostFilters & { limit: number }, after?: PostPosition): Promise<{ posts: Post[], total: number, next?: PostPosition }> {
+export async function listPostsAfter (
+  db: Executor,
+  query: PostFilters & { limit: number },
+  after?: PostPosition
+): Promise<{ posts: Post[]; total: number; next?: PostPosition }> {
   const values = filterValues(query, {}, clockMs())
   const counted = counterTotal(db, values) ?? (() => postList.count(db, values))
   const [rows, total] = await Promise.all([
     // after a position, the index is entered there; visibleUntil as well would make SQLite enter it at that bound
     // Object.assign, not a spread that gains keys (see compiledList's page)
-    postsAfter.page(db, Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id }),
-      query.limit + 1),
+    postsAfter.page(
+      db,
+      Object.assign({}, values, { visibleUntil: after ? undefined : values.visibleUntil, sortAt: after?.sort_at, id: after?.id }),
+      query.limit + 1
+    ),
     counted()
   ])
   const more = rows.length > query.limit
@@ -228,25 +265,29 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
-  return inTransaction(db, () => slug, async (trx) => {
-    await insertPost(trx, undefined, {
-      id,
-      creator_id: creatorId,
-      type: input.type,
-      slug,
-      title: input.title,
-      body: input.body ?? '',
-      word_count: wordCount(input.body ?? ''),
-      tags: JSON.stringify(tags),
-      media_url: input.media_url ?? null,
-      published_at: publishedAt,
-      created_at: now,
-      updated_at: now,
-      sort_at: latest(now, publishedAt)
-    })
-    await writeTags(trx, id, tags)
-    return toPost((await postById(trx, id))[0])
-  })
+  return inTransaction(
+    db,
+    () => slug,
+    async trx => {
+      await insertPost(trx, undefined, {
+        id,
+        creator_id: creatorId,
+        type: input.type,
+        slug,
+        title: input.title,
+        body: input.body ?? '',
+        word_count: wordCount(input.body ?? ''),
+        tags: JSON.stringify(tags),
+        media_url: input.media_url ?? null,
+        published_at: publishedAt,
+        created_at: now,
+        updated_at: now,
+        sort_at: latest(now, publishedAt)
+      })
+      await writeTags(trx, id, tags)
+      return toPost((await postById(trx, id))[0])
+    }
+  )
 }
 
 /**
@@ -256,33 +297,46 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
  */
 export async function updatePost (db: Executor, postId: string, viewerId: string, change: Change<Post, PostUpdate>, guard: Guard): Promise<Post> {
   let slug: string | undefined
-  return inTransaction(db, () => slug, async (trx) => {
-    const current = await lockVisible(trx, postId, viewerId)
-    const post = toPost(current)
-    guard(post)
-    const input = bodyOf(change, post)
-    slug = input.slug === undefined ? current.slug : input.slug ?? slugify(input.title)
-    const now = writeTimeIso()
-    const publishedAt = input.published_at === undefined
-      ? current.published_at === null ? null : toDate(current.published_at).toISOString()
-      : input.published_at === null ? null : parseDateTimeInput(input.published_at)
-    const tags = normaliseTags(input.tags ?? [])
-    await trx.updateTable('post').set({
-      type: input.type,
-      slug,
-      title: input.title,
-      body: input.body ?? '',
-      word_count: wordCount(input.body ?? ''),
-      tags: JSON.stringify(tags),
-      media_url: input.media_url ?? null,
-      published_at: publishedAt,
-      updated_at: now,
-      sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
-    }).where('id', '=', postId).execute()
-    await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
-    await writeTags(trx, postId, tags)
-    return toPost((await postById(trx, postId))[0])
-  })
+  return inTransaction(
+    db,
+    () => slug,
+    async trx => {
+      const current = await lockVisible(trx, postId, viewerId)
+      const post = toPost(current)
+      guard(post)
+      const input = bodyOf(change, post)
+      slug = input.slug === undefined ? current.slug : (input.slug ?? slugify(input.title))
+      const now = writeTimeIso()
+      const publishedAt =
+        input.published_at === undefined
+          ? current.published_at === null
+            ? null
+            : toDate(current.published_at).toISOString()
+          : input.published_at === null
+            ? null
+            : parseDateTimeInput(input.published_at)
+      const tags = normaliseTags(input.tags ?? [])
+      await trx
+        .updateTable('post')
+        .set({
+          type: input.type,
+          slug,
+          title: input.title,
+          body: input.body ?? '',
+          word_count: wordCount(input.body ?? ''),
+          tags: JSON.stringify(tags),
+          media_url: input.media_url ?? null,
+          published_at: publishedAt,
+          updated_at: now,
+          sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
+        })
+        .where('id', '=', postId)
+        .execute()
+      await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
+      await writeTags(trx, postId, tags)
+      return toPost((await postById(trx, postId))[0])
+    }
+  )
 }
 
 /** The PUT body that keeps a post as it is (slug and published_at, left out, keep theirs): what a PATCH merges into. */
@@ -292,7 +346,7 @@ export function postFields (post: Post): PostUpdate {
 
 /** DELETE: removes the post; its tags, reviews and comments go with it (foreign keys cascade). */
 export async function deletePost (db: Executor, postId: string, viewerId: string, guard: Guard): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async trx => {
     guard(toPost(await lockVisible(trx, postId, viewerId)))
     // its alerts go with it (they tell of a post nobody can open), with their e-mails while unsent
     const alerts = trx.selectFrom('alert').select('id').where('post_id', '=', postId)
@@ -308,7 +362,7 @@ export async function deletePost (db: Executor, postId: string, viewerId: string
  * the caller is that user and an active creator.
  */
 export async function getUserPost (db: Executor, userId: string, postId: string, guard: Guard): Promise<Post> {
-  return db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async trx => {
     const row = await findVisible(trx, postId, userId)
     const post = toPost(row)
     guard(post)
@@ -318,7 +372,8 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
     await enqueueEmail(trx, {
       to,
       subject: 'Your post on Roja', // fixed: no user-written text in a mail header
-      body: `Here is your post "${post.title}" (${post.type.toLowerCase()}, slug ${post.slug}).\n` +
+      body:
+        `Here is your post "${post.title}" (${post.type.toLowerCase()}, slug ${post.slug}).\n` +
         `Status: ${statusOf(row)}.\nLast updated: ${post.updated_at}.\n`
     })
     return post
@@ -327,7 +382,9 @@ export async function getUserPost (db: Executor, userId: string, postId: string,
 
 function statusOf (row: PostRow): string {
   if (row.published_at === null) return 'draft'
-  return toDate(row.published_at).getTime() <= clockMs() ? `published ${formatDateTime(row.published_at)}` : `scheduled for ${formatDateTime(row.published_at)}`
+  return toDate(row.published_at).getTime() <= clockMs()
+    ? `published ${formatDateTime(row.published_at)}`
+    : `scheduled for ${formatDateTime(row.published_at)}`
 }
 
 /** The row to change, locked until the transaction ends. */
@@ -348,8 +405,9 @@ async function inTransaction<T> (db: Executor, slug: () => string | undefined, w
 }
 
 const insertPost = cachedStatementPerShape((db, _: undefined, row: Insertable<PostTable> & Values) => db.insertInto('post').values(row))
-const insertTags = cachedStatementPerShape((db, _: undefined, v: { postId: string, tags: string[] }) =>
-  db.insertInto('post_tag').values(v.tags.map(tag => ({ post_id: v.postId, tag }))))
+const insertTags = cachedStatementPerShape((db, _: undefined, v: { postId: string; tags: string[] }) =>
+  db.insertInto('post_tag').values(v.tags.map(tag => ({ post_id: v.postId, tag })))
+)
 
 async function writeTags (trx: Executor, postId: string, tags: string[]): Promise<void> {
   if (tags.length > 0) await insertTags(trx, undefined, { postId, tags })
@@ -362,8 +420,14 @@ function normaliseTags (tags: string[]): string[] {
 
 /** The slug a title gives: lower-case ASCII words joined by `-` ("Über Café!" → "uber-cafe"). */
 export function slugify (title: string): string {
-  const slug = title.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 100).replace(/-+$/, '')
+  const slug = title
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100)
+    .replace(/-+$/, '')
   return slug || 'post'
 }
 

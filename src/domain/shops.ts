@@ -25,10 +25,12 @@ type ProductRow = Selectable<ProductTable>
 export type Guard<T> = (current: T) => void
 
 function selectShops (db: Db) {
-  return db.selectFrom('shop')
+  return db
+    .selectFrom('shop')
     .innerJoin('user', 'user.id', 'shop.owner_id')
     .innerJoin('profile', 'profile.id', 'shop.owner_id')
-    .selectAll('shop').select([...PERSON_COLUMNS])
+    .selectAll('shop')
+    .select([...PERSON_COLUMNS])
 }
 
 function toShop (row: ShopRow & PersonRow): Shop {
@@ -69,32 +71,42 @@ export async function listShops (db: Db, query: ShopListQuery, page: Page) {
 }
 
 const shopById = cachedRowStatement((db, shopId: string) => selectShops(db).where('shop.id', '=', shopId))
-const productInShop = cachedRowStatement((db, productId: string, shopId: string) => db.selectFrom('product').selectAll()
-  .where('id', '=', productId).where('shop_id', '=', shopId))
+const productInShop = cachedRowStatement((db, productId: string, shopId: string) =>
+  db.selectFrom('product').selectAll().where('id', '=', productId).where('shop_id', '=', shopId)
+)
 
 export async function getShop (db: Db, shopId: string): Promise<Shop> {
-  return toShop(await orNotFound(shopById(db, shopId),
-    'ShopNotFound', `no shop with id ${shopId}`))
+  return toShop(await orNotFound(shopById(db, shopId), 'ShopNotFound', `no shop with id ${shopId}`))
 }
 
 export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
   const now = writeTimeIso()
   const id = randomUUID()
-  await db.insertInto('shop').values({
-    id, owner_id: ownerId, name: body.name, description: body.description ?? null, created_at: now, updated_at: now
-  }).execute()
+  await db
+    .insertInto('shop')
+    .values({
+      id,
+      owner_id: ownerId,
+      name: body.name,
+      description: body.description ?? null,
+      created_at: now,
+      updated_at: now
+    })
+    .execute()
   return getShop(db, id)
 }
 
 /** PUT and PATCH: replaces the name and description (absent or null: none). */
 export async function updateShop (db: Db, shopId: string, change: Change<Shop, ShopWrite>, guard: Guard<Shop>): Promise<Shop> {
-  return db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async trx => {
     const current = await lockShop(trx, shopId)
     guard(current)
     const body = bodyOf(change, current)
-    await trx.updateTable('shop')
+    await trx
+      .updateTable('shop')
       .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
-      .where('id', '=', shopId).execute()
+      .where('id', '=', shopId)
+      .execute()
     return getShop(trx, shopId)
   })
 }
@@ -106,7 +118,7 @@ export function shopFields (shop: Shop): ShopWrite {
 
 /** Its products go with it (ON DELETE CASCADE). */
 export async function deleteShop (db: Db, shopId: string, guard: Guard<Shop>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async trx => {
     guard(await lockShop(trx, shopId))
     await trx.deleteFrom('shop').where('id', '=', shopId).execute()
   })
@@ -119,7 +131,7 @@ async function lockShop (trx: Db, shopId: string): Promise<Shop> {
 
 const PRODUCT_SORT = { name: 'name', price_cents: 'price_cents', created_at: 'created_at', updated_at: 'updated_at' }
 
-const productList = compiledList((db, v: { shopId: string, currency?: string, min?: number, max?: number }) => {
+const productList = compiledList((db, v: { shopId: string; currency?: string; min?: number; max?: number }) => {
   let q = db.selectFrom('product').selectAll().where('shop_id', '=', v.shopId)
   if (v.currency !== undefined) q = q.where('currency', '=', v.currency)
   if (v.min !== undefined) q = q.where('price_cents', '>=', v.min)
@@ -137,24 +149,26 @@ export async function listProducts (db: Db, shopId: string, query: ProductListQu
 
 /** A product is found only under its own shop: under another shop it is 404. */
 export async function getProduct (db: Db, shopId: string, productId: string): Promise<Product> {
-  const row = await orNotFound(productInShop(db, productId, shopId),
-    'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
+  const row = await orNotFound(productInShop(db, productId, shopId), 'ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
   return toProduct(row)
 }
 
 export async function createProduct (db: Db, shopId: string, body: ProductWrite): Promise<Product> {
   const now = writeTimeIso()
   const id = randomUUID()
-  await db.insertInto('product').values({
-    id,
-    shop_id: shopId,
-    name: body.name,
-    description: body.description ?? null,
-    price_cents: body.price_cents,
-    currency: body.currency,
-    created_at: now,
-    updated_at: now
-  }).execute()
+  await db
+    .insertInto('product')
+    .values({
+      id,
+      shop_id: shopId,
+      name: body.name,
+      description: body.description ?? null,
+      price_cents: body.price_cents,
+      currency: body.currency,
+      created_at: now,
+      updated_at: now
+    })
+    .execute()
   return getProduct(db, shopId, id)
 }
 
@@ -162,14 +176,29 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
  * PUT and PATCH: replaces the product's writable fields. The guard sees the shop (its owner) and
  * the product as they are, the product locked.
  */
-export async function updateProduct (db: Db, shopId: string, productId: string, change: Change<Product, ProductWrite>, guard: Guard<{ shop: Shop, product: Product }>): Promise<Product> {
-  return db.transaction().execute(async (trx) => {
+export async function updateProduct (
+  db: Db,
+  shopId: string,
+  productId: string,
+  change: Change<Product, ProductWrite>,
+  guard: Guard<{ shop: Shop; product: Product }>
+): Promise<Product> {
+  return db.transaction().execute(async trx => {
     const current = await lockProduct(trx, shopId, productId)
     guard(current)
     const body = bodyOf(change, current.product)
-    await trx.updateTable('product')
-      .set({ name: body.name, description: body.description ?? null, price_cents: body.price_cents, currency: body.currency, updated_at: writeTimeIso() })
-      .where('id', '=', productId).where('shop_id', '=', shopId).execute()
+    await trx
+      .updateTable('product')
+      .set({
+        name: body.name,
+        description: body.description ?? null,
+        price_cents: body.price_cents,
+        currency: body.currency,
+        updated_at: writeTimeIso()
+      })
+      .where('id', '=', productId)
+      .where('shop_id', '=', shopId)
+      .execute()
     return getProduct(trx, shopId, productId)
   })
 }
@@ -179,14 +208,14 @@ export function productFields (product: Product): ProductWrite {
   return { name: product.name, description: product.description, price_cents: product.price_cents, currency: product.currency }
 }
 
-export async function deleteProduct (db: Db, shopId: string, productId: string, guard: Guard<{ shop: Shop, product: Product }>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function deleteProduct (db: Db, shopId: string, productId: string, guard: Guard<{ shop: Shop; product: Product }>): Promise<void> {
+  await db.transaction().execute(async trx => {
     guard(await lockProduct(trx, shopId, productId))
     await trx.deleteFrom('product').where('id', '=', productId).where('shop_id', '=', shopId).execute()
   })
 }
 
-async function lockProduct (trx: Db, shopId: string, productId: string): Promise<{ shop: Shop, product: Product }> {
+async function lockProduct (trx: Db, shopId: string, productId: string): Promise<{ shop: Shop; product: Product }> {
   const shop = await getShop(trx, shopId)
   await lockForUpdate(trx, trx.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId))
   return { shop, product: await getProduct(trx, shopId, productId) }

@@ -26,7 +26,7 @@ const hmac = (hash: string, key: string) => (input: string) => createHmac(hash, 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
 const rs256 = (input: string) => createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')
 
-t.test('the bearer token check on an authenticated route', async (t) => {
+t.test('the bearer token check on an authenticated route', async t => {
   const logs: string[] = []
   const app = await build(t, { logs })
   const user = await createUser(app)
@@ -34,13 +34,17 @@ t.test('the bearer token check on an authenticated route', async (t) => {
   const me = (authorization?: string) =>
     app.inject({ method: 'GET', url: '/v1/profiles/me', headers: authorization === undefined ? {} : { authorization } })
 
-  t.test('a valid HS256 token passes; the scheme name is case-insensitive', async (t) => {
+  t.test('a valid HS256 token passes; the scheme name is case-insensitive', async t => {
     t.equal((await me(`Bearer ${user.token}`)).statusCode, 200)
     t.equal((await me(`bearer ${user.token}`)).statusCode, 200)
-    t.equal((await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))}`)).statusCode, 200, 'a hand-made HS256 token verifies')
+    t.equal(
+      (await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, claims, hmac('sha256', TEST_SECRET))}`)).statusCode,
+      200,
+      'a hand-made HS256 token verifies'
+    )
   })
 
-  t.test('no Authorization header is 401 NotAuthenticated with WWW-Authenticate', async (t) => {
+  t.test('no Authorization header is 401 NotAuthenticated with WWW-Authenticate', async t => {
     const res = await me()
     t.equal(res.statusCode, 401)
     t.equal(json(res).code, 'NotAuthenticated')
@@ -60,8 +64,14 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     ['expired', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() - 7200, exp: now() - 3600 }, hmac('sha256', TEST_SECRET))],
     ['no exp (RFC 8725: exp required)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: undefined }, hmac('sha256', TEST_SECRET))],
     ['no iat', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: undefined }, hmac('sha256', TEST_SECRET))],
-    ['exp ten years out (over ACCESS_TOKEN_TTL)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now() + 10 * 365 * 86400 }, hmac('sha256', TEST_SECRET))],
-    ['issued longer ago than the lifetime', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() - 3700, exp: now() + 60 }, hmac('sha256', TEST_SECRET))],
+    [
+      'exp ten years out (over ACCESS_TOKEN_TTL)',
+      forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now() + 10 * 365 * 86400 }, hmac('sha256', TEST_SECRET))
+    ],
+    [
+      'issued longer ago than the lifetime',
+      forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() - 3700, exp: now() + 60 }, hmac('sha256', TEST_SECRET))
+    ],
     ['another issuer', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iss: 'someone-else' }, hmac('sha256', TEST_SECRET))],
     ['no issuer', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iss: undefined }, hmac('sha256', TEST_SECRET))],
     ['another audience', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, aud: 'other-api' }, hmac('sha256', TEST_SECRET))],
@@ -69,8 +79,14 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     ['no token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: undefined }, hmac('sha256', TEST_SECRET))],
     ['another token generation', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen: 1 }, hmac('sha256', TEST_SECRET))],
     ['nbf in the future', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, nbf: now() + 3600 }, hmac('sha256', TEST_SECRET))],
-    ['iat an hour in the future (it would outlive maxAge)', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 3600, exp: now() + 3600 + 600 }, hmac('sha256', TEST_SECRET))],
-    ['iat past the allowed clock skew', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 90, exp: now() + 600 }, hmac('sha256', TEST_SECRET))],
+    [
+      'iat an hour in the future (it would outlive maxAge)',
+      forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 3600, exp: now() + 3600 + 600 }, hmac('sha256', TEST_SECRET))
+    ],
+    [
+      'iat past the allowed clock skew',
+      forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 90, exp: now() + 600 }, hmac('sha256', TEST_SECRET))
+    ],
     ['tampered payload', `${user.token.split('.')[0]}.${b64({ ...claims, id: randomUUID() })}.${user.token.split('.')[2]}`],
     ['no id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: undefined }, hmac('sha256', TEST_SECRET))],
     ['a numeric id claim', forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, id: 42 }, hmac('sha256', TEST_SECRET))],
@@ -79,7 +95,7 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     ['garbage in three parts', 'a.b.c']
   ]
   for (const [name, token] of refused) {
-    t.test(`${name}: 401 InvalidCredentials`, async (t) => {
+    t.test(`${name}: 401 InvalidCredentials`, async t => {
       const res = await me(`Bearer ${token}`)
       t.equal(res.statusCode, 401)
       t.equal(json(res).code, 'InvalidCredentials')
@@ -87,19 +103,31 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     })
   }
 
-  t.test('an iat within the clock skew (60 s) of another instance is accepted', async (t) => {
-    t.equal((await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 30, exp: now() + 600 }, hmac('sha256', TEST_SECRET))}`)).statusCode, 200)
+  t.test('an iat within the clock skew (60 s) of another instance is accepted', async t => {
+    t.equal(
+      (await me(`Bearer ${forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now() + 30, exp: now() + 600 }, hmac('sha256', TEST_SECRET))}`))
+        .statusCode,
+      200
+    )
   })
 
-  t.test('malformed Authorization headers: 401 InvalidCredentials', async (t) => {
-    for (const header of [user.token, `Basic ${Buffer.from('a:b').toString('base64')}`, 'Bearer', 'Bearer ', `Token ${user.token}`, `Bearer ${user.token} extra`, `Bearer\t${user.token}`]) {
+  t.test('malformed Authorization headers: 401 InvalidCredentials', async t => {
+    for (const header of [
+      user.token,
+      `Basic ${Buffer.from('a:b').toString('base64')}`,
+      'Bearer',
+      'Bearer ',
+      `Token ${user.token}`,
+      `Bearer ${user.token} extra`,
+      `Bearer\t${user.token}`
+    ]) {
       const res = await me(header)
       t.equal(res.statusCode, 401, JSON.stringify(header.slice(0, 20)))
       t.equal(json(res).code, 'InvalidCredentials')
     }
   })
 
-  t.test('a token of a deleted user is 401 InvalidCredentials', async (t) => {
+  t.test('a token of a deleted user is 401 InvalidCredentials', async t => {
     const gone = await createUser(app)
     await app.db.deleteFrom('user').where('id', '=', gone.id).execute()
     const res = await me(`Bearer ${gone.token}`)
@@ -111,7 +139,7 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     t.equal(json(put).code, 'InvalidCredentials')
   })
 
-  t.test('a banned user is 403 UserIsBanned on every authenticated route of profiles', async (t) => {
+  t.test('a banned user is 403 UserIsBanned on every authenticated route of profiles', async t => {
     const banned = await createUser(app, { active: false })
     const routes = [
       { method: 'GET' as const, url: '/v1/profiles/me' },
@@ -124,14 +152,14 @@ t.test('the bearer token check on an authenticated route', async (t) => {
     }
   })
 
-  t.test('a ban takes effect on tokens issued before it', async (t) => {
+  t.test('a ban takes effect on tokens issued before it', async t => {
     const later = await createUser(app)
     t.equal((await me(later.headers.authorization)).statusCode, 200)
     await app.db.updateTable('user').set({ is_active: false }).where('id', '=', later.id).execute()
     t.equal((await me(later.headers.authorization)).statusCode, 403)
   })
 
-  t.test('no token, secret or Authorization header in the logs or answers', async (t) => {
+  t.test('no token, secret or Authorization header in the logs or answers', async t => {
     const text = logs.join('\n')
     t.notOk(text.includes(TEST_SECRET))
     t.notOk(text.includes(user.token))
@@ -140,23 +168,26 @@ t.test('the bearer token check on an authenticated route', async (t) => {
   })
 })
 
-t.test('requireCreator and the declared owner rules on a bare Fastify', async (t) => {
+t.test('requireCreator and the declared owner rules on a bare Fastify', async t => {
   const cfg = testConfig()
   const server = Fastify()
   t.teardown(() => server.close())
   await server.register(config, { config: cfg })
   await server.register(problems)
-  await server.register(db, { connect: (log) => createDb('sqlite::memory:', { log }), migrate: migrateToLatest })
+  await server.register(db, { connect: log => createDb('sqlite::memory:', { log }), migrate: migrateToLatest })
   await server.register(auth, { findAccount, invalidToken, verificationKey })
   await server.register(etag)
   await server.register(owner)
-  await server.register(async (group) => {
+  await server.register(async group => {
     group.addHook('onRequest', group.authenticate)
     group.get('/creator-only', { onRequest: group.requireCreator }, async () => ({ ok: true }))
     group.get('/owned/:ownerId', { config: { owner: { param: 'ownerId' } } }, async () => ({ ok: true }))
     // an `of` rule: the handler hands the resource over; a creator rule on top
-    group.post<{ Params: { ownerId: string } }>('/things/:ownerId', { config: { owner: { of: (thing: { by: string }) => thing.by, creator: true } } },
-      async (request) => request.owned({ by: request.params.ownerId }))
+    group.post<{ Params: { ownerId: string } }>(
+      '/things/:ownerId',
+      { config: { owner: { of: (thing: { by: string }) => thing.by, creator: true } } },
+      async request => request.owned({ by: request.params.ownerId })
+    )
   })
   await whileMigrating(() => server.ready())
   const creator = await createCreator(server)
@@ -172,12 +203,21 @@ t.test('requireCreator and the declared owner rules on a bare Fastify', async (t
   const other = await server.inject({ method: 'GET', url: `/owned/${creator.id}`, headers: user.headers })
   t.equal(other.statusCode, 403)
   t.equal(json(other).code, 'UserNotOwner')
-  const things = async (who: typeof user, ownerId: string) => { const res = await server.inject({ method: 'POST', url: `/things/${ownerId}`, headers: who.headers }); return res.statusCode === 200 ? 200 : json(res).code }
-  t.same([await things(creator, creator.id), await things(user, creator.id), await things(user, user.id)], [200, 'UserNotOwner', 'UserNotCreator'],
-    'an `of` rule: the owner, then a creator')
+  const things = async (who: typeof user, ownerId: string) => {
+    const res = await server.inject({ method: 'POST', url: `/things/${ownerId}`, headers: who.headers })
+    return res.statusCode === 200 ? 200 : json(res).code
+  }
+  t.same(
+    [await things(creator, creator.id), await things(user, creator.id), await things(user, user.id)],
+    [200, 'UserNotOwner', 'UserNotCreator'],
+    'an `of` rule: the owner, then a creator'
+  )
 
   const issued = server.issueToken({ id: user.id, generation: 0 })
   t.equal(issued.token_type, 'Bearer')
   t.equal(issued.expires_in, cfg.ACCESS_TOKEN_TTL)
-  t.equal((await server.inject({ method: 'GET', url: `/owned/${user.id}`, headers: { authorization: `Bearer ${issued.access_token}` } })).statusCode, 200)
+  t.equal(
+    (await server.inject({ method: 'GET', url: `/owned/${user.id}`, headers: { authorization: `Bearer ${issued.access_token}` } })).statusCode,
+    200
+  )
 })

@@ -18,22 +18,34 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
   await app.register(config, { config: cfg })
   await app.register(problems)
   await app.register(contentType)
-  app.post('/things', {
-    schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
-  }, async (request) => ({ accepted: request.body }))
+  app.post(
+    '/things',
+    {
+      schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
+    },
+    async request => ({ accepted: request.body })
+  )
   // Like the PATCH routes: a JSON Merge Patch, as application/merge-patch+json or application/json.
-  app.patch('/things', {
-    schema: { body: Type.Object({ name: Type.Optional(Type.String({ minLength: 2 })) }, { additionalProperties: false }) }
-  }, async (request) => ({ accepted: request.body }))
+  app.patch(
+    '/things',
+    {
+      schema: { body: Type.Object({ name: Type.Optional(Type.String({ minLength: 2 })) }, { additionalProperties: false }) }
+    },
+    async request => ({ accepted: request.body })
+  )
   // Like POST /v1/auth/token: a route names the types it takes, here a form besides JSON.
-  app.register(async (scope) => {
+  app.register(async scope => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(body as string)))
     })
-    scope.post('/form', {
-      config: { contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
-      schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
-    }, async (request) => ({ accepted: request.body }))
+    scope.post(
+      '/form',
+      {
+        config: { contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
+        schema: { body: Type.Object({ name: Type.String({ minLength: 2 }) }, { additionalProperties: false }) }
+      },
+      async request => ({ accepted: request.body })
+    )
     // Like POST /v1/media: a route that names only a form refuses JSON.
     scope.post('/upload', { config: { contentTypes: ['multipart/form-data'] } }, async () => ({ ok: true }))
   })
@@ -43,14 +55,16 @@ async function bare (t: Test, { factory = true } = {}): Promise<FastifyInstance>
 }
 
 /** Sends bytes exactly as given over a real socket: app.inject refuses some of these headers. */
-async function raw (app: FastifyInstance, head: string, body: string, method = 'POST'): Promise<{ status: number, text: string }> {
+async function raw (app: FastifyInstance, head: string, body: string, method = 'POST'): Promise<{ status: number; text: string }> {
   if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
   return await new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1')
     let text = ''
     socket.setEncoding('latin1')
-    socket.on('data', (chunk) => { text += chunk })
+    socket.on('data', chunk => {
+      text += chunk
+    })
     socket.on('error', reject)
     socket.on('end', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }))
     socket.end(`${method} /things HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}\r\n${body}`, 'latin1')
@@ -63,7 +77,7 @@ function contentHead (type: string | undefined, body: string) {
 
 // Content-type variants. `parsed`: the header names JSON and the body is parsed and validated;
 // otherwise it is refused with 415 before any parser runs.
-const VARIANTS: Array<{ header: string, parsed: boolean }> = [
+const VARIANTS: Array<{ header: string; parsed: boolean }> = [
   { header: 'application/json', parsed: true },
   { header: 'Application/Json', parsed: true },
   { header: 'APPLICATION/JSON', parsed: true },
@@ -85,7 +99,7 @@ const VARIANTS: Array<{ header: string, parsed: boolean }> = [
   { header: 'application/vnd.api+json', parsed: false }
 ]
 
-t.test('each Content-Type variant is parsed and validated, or refused with 415 (app.inject)', async (t) => {
+t.test('each Content-Type variant is parsed and validated, or refused with 415 (app.inject)', async t => {
   const app = await bare(t)
   for (const { header, parsed } of VARIANTS) {
     const invalid = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': header }, payload: INVALID })
@@ -105,7 +119,7 @@ t.test('each Content-Type variant is parsed and validated, or refused with 415 (
 })
 
 // PATCH variants: a merge patch or JSON is parsed and validated; anything else, a JSON Patch included, is 415.
-const PATCH_VARIANTS: Array<{ header: string, parsed: boolean }> = [
+const PATCH_VARIANTS: Array<{ header: string; parsed: boolean }> = [
   { header: 'application/merge-patch+json', parsed: true },
   { header: 'Application/Merge-Patch+JSON', parsed: true },
   { header: 'application/merge-patch+json; charset=utf-8', parsed: true },
@@ -129,7 +143,7 @@ const PATCH_VARIANTS: Array<{ header: string, parsed: boolean }> = [
 const VALID_PATCH = JSON.stringify({ name: 'ab' })
 const INVALID_PATCH = JSON.stringify({ name: 'a' })
 
-t.test('a PATCH takes a merge patch or JSON, each variant strict; anything else is 415 naming the two', async (t) => {
+t.test('a PATCH takes a merge patch or JSON, each variant strict; anything else is 415 naming the two', async t => {
   const app = await bare(t)
   for (const { header, parsed } of PATCH_VARIANTS) {
     const name = JSON.stringify(header)
@@ -146,7 +160,12 @@ t.test('a PATCH takes a merge patch or JSON, each variant strict; anything else 
       t.equal(valid.headers['accept-patch'], 'application/merge-patch+json, application/json', `${name}: Accept-Patch names them too`)
     }
   }
-  const jsonPatch = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/json-patch+json' }, payload: '[{"op":"replace","path":"/name","value":"ab"}]' })
+  const jsonPatch = await app.inject({
+    method: 'PATCH',
+    url: '/things',
+    headers: { 'content-type': 'application/json-patch+json' },
+    payload: '[{"op":"replace","path":"/name","value":"ab"}]'
+  })
   t.equal(json(jsonPatch).detail, 'a JSON Patch (RFC 6902) is not taken; Content-Type must be application/merge-patch+json or application/json')
   const none = await raw(app, contentHead(undefined, VALID_PATCH), VALID_PATCH, 'PATCH')
   t.equal(none.status, 415, 'a PATCH body without a Content-Type is refused')
@@ -154,8 +173,11 @@ t.test('a PATCH takes a merge patch or JSON, each variant strict; anything else 
 })
 
 // Over a raw socket the HTTP parser trims a leading space, so ` application/json` arrives as plain JSON.
-for (const [method, variants, valid, invalid, trimmed] of [['POST', VARIANTS, VALID, INVALID, ' application/json'], ['PATCH', PATCH_VARIANTS, VALID_PATCH, INVALID_PATCH, ' application/merge-patch+json']] as const) {
-  t.test(`each ${method} Content-Type variant sent over a raw socket never lets an invalid body through`, async (t) => {
+for (const [method, variants, valid, invalid, trimmed] of [
+  ['POST', VARIANTS, VALID, INVALID, ' application/json'],
+  ['PATCH', PATCH_VARIANTS, VALID_PATCH, INVALID_PATCH, ' application/merge-patch+json']
+] as const) {
+  t.test(`each ${method} Content-Type variant sent over a raw socket never lets an invalid body through`, async t => {
     const app = await bare(t)
     for (const { header, parsed } of variants) {
       const name = JSON.stringify(header)
@@ -167,30 +189,39 @@ for (const [method, variants, valid, invalid, trimmed] of [['POST', VARIANTS, VA
   })
 }
 
-t.test('a merge patch is refused where no PATCH is, and parsed with the JSON parser\'s protections', async (t) => {
+t.test("a merge patch is refused where no PATCH is, and parsed with the JSON parser's protections", async t => {
   const app = await bare(t)
   const post = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: VALID })
   t.equal(post.statusCode, 415, 'POST takes application/json only')
   t.equal(json(post).detail, 'Content-Type must be application/json')
   t.equal(post.headers['accept-patch'], undefined, 'and names no patch format')
-  const poisoned = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":"ab","__proto__":{"x":1}}' })
+  const poisoned = await app.inject({
+    method: 'PATCH',
+    url: '/things',
+    headers: { 'content-type': 'application/merge-patch+json' },
+    payload: '{"name":"ab","__proto__":{"x":1}}'
+  })
   t.equal(poisoned.statusCode, 400, 'a __proto__ member is refused')
   t.equal(json(poisoned).code, 'MalformedBody')
   const ctor = await app.inject({
     method: 'PATCH',
     url: '/things',
     headers: { 'content-type': 'application/merge-patch+json' },
-    payload:
-    '{"name":"ab","constructor":{"prototype":{"x":1}}}'
+    payload: '{"name":"ab","constructor":{"prototype":{"x":1}}}'
   })
   t.equal(ctor.statusCode, 400, 'so is a constructor.prototype member')
-  const broken = await app.inject({ method: 'PATCH', url: '/things', headers: { 'content-type': 'application/merge-patch+json' }, payload: '{"name":' })
+  const broken = await app.inject({
+    method: 'PATCH',
+    url: '/things',
+    headers: { 'content-type': 'application/merge-patch+json' },
+    payload: '{"name":'
+  })
   t.equal(broken.statusCode, 400)
   t.equal(json(broken).code, 'MalformedBody')
   t.equal(mediaType('Application/Merge-Patch+JSON; charset=UTF-8'), 'application/merge-patch+json')
 })
 
-t.test('a body without a Content-Type is refused with 415', async (t) => {
+t.test('a body without a Content-Type is refused with 415', async t => {
   const app = await bare(t)
   const res = await raw(app, contentHead(undefined, VALID), VALID)
   t.equal(res.status, 415)
@@ -202,23 +233,38 @@ t.test('a body without a Content-Type is refused with 415', async (t) => {
   t.equal(injected.statusCode, 415, 'through inject as well')
 })
 
-t.test('a request without a body is not a media-type question: a missing body is a validation failure', async (t) => {
+t.test('a request without a body is not a media-type question: a missing body is a validation failure', async t => {
   const app = await bare(t)
   const res = await app.inject({ method: 'POST', url: '/things' })
   t.equal(res.statusCode, 422)
   t.equal(json(res).errors[0].in, 'body')
 })
 
-t.test('a route may name another type in config.contentTypes; other routes still refuse it', async (t) => {
+t.test('a route may name another type in config.contentTypes; other routes still refuse it', async t => {
   const app = await bare(t)
-  const form = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ab' })
+  const form = await app.inject({
+    method: 'POST',
+    url: '/form',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=ab'
+  })
   t.equal(form.statusCode, 200)
   t.same(json(form), { accepted: { name: 'ab' } })
-  const badForm = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=a&admin=1' })
+  const badForm = await app.inject({
+    method: 'POST',
+    url: '/form',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=a&admin=1'
+  })
   t.equal(badForm.statusCode, 422, 'and its body is validated')
   const jsonToo = await app.inject({ method: 'POST', url: '/form', headers: { 'content-type': 'application/json' }, payload: VALID })
   t.equal(jsonToo.statusCode, 200, 'JSON stays allowed')
-  const elsewhere = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=ab' })
+  const elsewhere = await app.inject({
+    method: 'POST',
+    url: '/things',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=ab'
+  })
   t.equal(elsewhere.statusCode, 415)
   const jsonOnFormOnly = await app.inject({ method: 'POST', url: '/upload', headers: { 'content-type': 'application/json' }, payload: VALID })
   t.equal(jsonOnFormOnly.statusCode, 415, 'a route that names only multipart refuses JSON')
@@ -228,13 +274,13 @@ t.test('a route may name another type in config.contentTypes; other routes still
   t.equal(textOnForm.statusCode, 415)
 })
 
-t.test('the plugin works alone on a plain Fastify() without the options factory', async (t) => {
+t.test('the plugin works alone on a plain Fastify() without the options factory', async t => {
   const app = await bare(t, { factory: false })
   t.equal((await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'text/plain' }, payload: VALID })).statusCode, 415)
   t.equal((await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/json' }, payload: VALID })).statusCode, 200)
 })
 
-t.test('mediaType() accepts only well-formed headers', async (t) => {
+t.test('mediaType() accepts only well-formed headers', async t => {
   t.equal(mediaType('application/json'), 'application/json')
   t.equal(mediaType('Application/JSON; charset=UTF-8'), 'application/json')
   t.equal(mediaType('multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW'), 'multipart/form-data')
@@ -244,7 +290,7 @@ t.test('mediaType() accepts only well-formed headers', async (t) => {
   t.equal(mediaType(''), undefined)
 })
 
-t.test('the real app refuses a text/plain body on a route that takes one', async (t) => {
+t.test('the real app refuses a text/plain body on a route that takes one', async t => {
   const app = await build(t)
   // /health takes no body, but the rule is about any request that carries one.
   const res = await app.inject({ method: 'GET', url: '/health', headers: { 'content-type': 'text/plain' }, payload: 'x' })

@@ -21,22 +21,30 @@ async function build (t: Test) {
   await app.register(metrics) // after the rate limiter, as the app registers it
   await app.register(openapi, { version: '0.0.0' })
   await app.register(deprecation)
-  app.get('/v1/things', {
-    config: { deprecated: { sunset: '2027-06-30', successor: '/v2/things', since: '2026-12-01' } },
-    schema: { operationId: 'listThings', querystring: Type.Object({ fail: Type.Optional(Type.Boolean()) }) }
-  }, async (request, reply) => {
-    if ((request.query as { fail?: boolean }).fail) throw new AppError('NotFound', 'nothing here')
-    reply.header('link', '</v1/things?offset=10>; rel="next"')
-    return { things: [] }
-  })
-  app.get('/v1/gadgets', { config: { deprecated: { sunset: '2027-01-31', successor: '/v2/gadgets' } }, schema: { operationId: 'listGadgets' } }, async () => ({}))
+  app.get(
+    '/v1/things',
+    {
+      config: { deprecated: { sunset: '2027-06-30', successor: '/v2/things', since: '2026-12-01' } },
+      schema: { operationId: 'listThings', querystring: Type.Object({ fail: Type.Optional(Type.Boolean()) }) }
+    },
+    async (request, reply) => {
+      if ((request.query as { fail?: boolean }).fail) throw new AppError('NotFound', 'nothing here')
+      reply.header('link', '</v1/things?offset=10>; rel="next"')
+      return { things: [] }
+    }
+  )
+  app.get(
+    '/v1/gadgets',
+    { config: { deprecated: { sunset: '2027-01-31', successor: '/v2/gadgets' } }, schema: { operationId: 'listGadgets' } },
+    async () => ({})
+  )
   app.get('/v2/things', { schema: { operationId: 'listThingsV2' } }, async () => ({ things: [] }))
   await whileMigrating(() => app.ready())
   t.teardown(() => app.close())
   return app
 }
 
-t.test('a deprecated route sends Deprecation, Sunset and a successor Link, keeping its own Link', async (t) => {
+t.test('a deprecated route sends Deprecation, Sunset and a successor Link, keeping its own Link', async t => {
   const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/v1/things' })
   t.equal(res.statusCode, 200)
@@ -45,7 +53,7 @@ t.test('a deprecated route sends Deprecation, Sunset and a successor Link, keepi
   t.equal(res.headers.link, '</v1/things?offset=10>; rel="next", </v2/things>; rel="successor-version"')
 })
 
-t.test('without a since date the Deprecation header is true', async (t) => {
+t.test('without a since date the Deprecation header is true', async t => {
   const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/v1/gadgets' })
   t.equal(res.headers.deprecation, 'true')
@@ -53,7 +61,7 @@ t.test('without a since date the Deprecation header is true', async (t) => {
   t.equal(res.headers.link, '</v2/gadgets>; rel="successor-version"')
 })
 
-t.test('error answers of a deprecated route carry the headers too', async (t) => {
+t.test('error answers of a deprecated route carry the headers too', async t => {
   const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/v1/things?fail=true' })
   t.equal(res.statusCode, 404)
@@ -61,7 +69,7 @@ t.test('error answers of a deprecated route carry the headers too', async (t) =>
   t.equal(res.headers.link, '</v2/things>; rel="successor-version"')
 })
 
-t.test('a route that is not deprecated sends none of them', async (t) => {
+t.test('a route that is not deprecated sends none of them', async t => {
   const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/v2/things' })
   t.equal(res.statusCode, 200)
@@ -70,7 +78,7 @@ t.test('a route that is not deprecated sends none of them', async (t) => {
   t.equal(res.headers.link, undefined)
 })
 
-t.test('calls to deprecated routes are counted in /metrics by route and method', async (t) => {
+t.test('calls to deprecated routes are counted in /metrics by route and method', async t => {
   const app = await build(t)
   for (let i = 0; i < 3; i++) await app.inject({ method: 'GET', url: '/v1/things' })
   await app.inject({ method: 'GET', url: '/v1/things?fail=true' })
@@ -81,20 +89,25 @@ t.test('calls to deprecated routes are counted in /metrics by route and method',
   t.notMatch(res.body, /roja_deprecated_route_calls_total\{route="\/v1\/gadgets"/)
 })
 
-t.test('the OpenAPI operation is flagged deprecated', async (t) => {
+t.test('the OpenAPI operation is flagged deprecated', async t => {
   const app = await build(t)
   const v1 = app.openapi('v1')
   t.equal(v1.paths['/v1/things'].get.deprecated, true)
   t.equal(app.openapi('v2').paths['/v2/things'].get.deprecated, undefined)
   // and its answers declare the headers it sends
   for (const response of Object.values<Record<string, any>>(v1.paths['/v1/things'].get.responses)) {
-    t.same(Object.keys(response.headers ?? {}).filter(h => ['Deprecation', 'Sunset', 'Link'].includes(h)).sort(), ['Deprecation', 'Link', 'Sunset'])
+    t.same(
+      Object.keys(response.headers ?? {})
+        .filter(h => ['Deprecation', 'Sunset', 'Link'].includes(h))
+        .sort(),
+      ['Deprecation', 'Link', 'Sunset']
+    )
   }
   t.same(v1.components.headers.Sunset.required, true)
   t.equal(app.openapi('v2').paths['/v2/things'].get.responses['200'].headers?.Sunset, undefined)
 })
 
-t.test('a malformed sunset date stops the start', async (t) => {
+t.test('a malformed sunset date stops the start', async t => {
   const cfg = testConfig()
   const app = testFastify(cfg)
   t.teardown(() => app.close())

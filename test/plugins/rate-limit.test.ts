@@ -28,7 +28,7 @@ const get = (app: FastifyInstance, remoteAddress: string, url = '/version') => a
 for (const store of ['memory', 'redis'] as const) {
   const env: Record<string, string> = store === 'redis' ? { REDIS_URL } : {}
 
-  t.test(`${store}: the global limit answers 429 problem+json RateLimited with Retry-After`, async (t) => {
+  t.test(`${store}: the global limit answers 429 problem+json RateLimited with Retry-After`, async t => {
     const ip = clientIp()
     if (store === 'redis') await forgetKeys(t, ip)
     const app = await build(t, { env: { ...env, RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW: '1 minute' } })
@@ -47,12 +47,13 @@ for (const store of ['memory', 'redis'] as const) {
     t.equal((await get(app, ip, '/health')).statusCode, 200, '/health is not limited')
   })
 
-  t.test(`${store}: the token route's stricter limit per IP and username`, async (t) => {
+  t.test(`${store}: the token route's stricter limit per IP and username`, async t => {
     const ip = clientIp()
     if (store === 'redis') await forgetKeys(t, ip)
     const app = await build(t, { env: { ...env, AUTH_RATE_LIMIT_MAX: '2' } })
     await createUser(app, { username: 'victim' })
-    const attempt = (username: string) => app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: ip, payload: { username, password: 'wrong password' } })
+    const attempt = (username: string) =>
+      app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: ip, payload: { username, password: 'wrong password' } })
     t.equal((await attempt('victim')).statusCode, 401)
     t.equal((await attempt('victim')).statusCode, 401)
     const limited = await attempt('victim')
@@ -65,7 +66,7 @@ for (const store of ['memory', 'redis'] as const) {
   })
 }
 
-t.test('redis: two instances share one count', async (t) => {
+t.test('redis: two instances share one count', async t => {
   const ip = clientIp()
   await forgetKeys(t, ip)
   const database = await freshDatabase(t)
@@ -78,7 +79,7 @@ t.test('redis: two instances share one count', async (t) => {
   t.equal((await get(b, ip)).statusCode, 429, 'the fourth request is refused whichever instance answers it')
 })
 
-t.test('memory: two instances count apart (why REDIS_URL exists)', async (t) => {
+t.test('memory: two instances count apart (why REDIS_URL exists)', async t => {
   const ip = clientIp()
   const database = await freshDatabase(t)
   const a = await build(t, { env: { RATE_LIMIT_MAX: '1' }, database })
@@ -88,7 +89,7 @@ t.test('memory: two instances count apart (why REDIS_URL exists)', async (t) => 
   t.equal((await get(a, ip)).statusCode, 429)
 })
 
-t.test('a Redis that does not answer does not take the API down', async (t) => {
+t.test('a Redis that does not answer does not take the API down', async t => {
   const app = await build(t, { env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_MAX: '1' } })
   const ip = clientIp()
   t.equal((await get(app, ip)).statusCode, 200)
@@ -97,14 +98,23 @@ t.test('a Redis that does not answer does not take the API down', async (t) => {
 
 // ---- when the shared store fails ---------------------------------------------------------------
 
-const storeLines = (logs: string[]) => logs.map(l => JSON.parse(l) as { level: number, msg: string }).filter(l => /rate-limit store/.test(l.msg))
-const fallbacks = async (app: FastifyInstance) => Number(/^roja_rate_limit_store_fallbacks_total (\d+)$/m.exec(await app.metricsRegistry.getSingleMetricAsString('roja_rate_limit_store_fallbacks_total'))?.[1])
+const storeLines = (logs: string[]) => logs.map(l => JSON.parse(l) as { level: number; msg: string }).filter(l => /rate-limit store/.test(l.msg))
+const fallbacks = async (app: FastifyInstance) =>
+  Number(
+    /^roja_rate_limit_store_fallbacks_total (\d+)$/m.exec(
+      await app.metricsRegistry.getSingleMetricAsString('roja_rate_limit_store_fallbacks_total')
+    )?.[1]
+  )
 const wrongPassword = (app: FastifyInstance, remoteAddress: string, username = 'victim') =>
   app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress, payload: { username, password: 'wrong password' } })
 
-t.test('Redis unreachable: the password and mail limits count in this instance (never off), the general one is skipped; one warn line', async (t) => {
+t.test('Redis unreachable: the password and mail limits count in this instance (never off), the general one is skipped; one warn line', async t => {
   const logs: string[] = []
-  const app = await build(t, { logs, logLevel: 'info', env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_MAX: '2', AUTH_RATE_LIMIT_MAX: '3', MAIL_RATE_LIMIT_MAX: '2' } })
+  const app = await build(t, {
+    logs,
+    logLevel: 'info',
+    env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_MAX: '2', AUTH_RATE_LIMIT_MAX: '3', MAIL_RATE_LIMIT_MAX: '2' }
+  })
   await createUser(app, { username: 'victim' })
   const ip = clientIp()
   const statuses: number[] = []
@@ -114,17 +124,21 @@ t.test('Redis unreachable: the password and mail limits count in this instance (
 
   const me = await createUser(app, { verified: true })
   const mails: number[] = []
-  for (let n = 0; n < 4; n++) mails.push((await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers, remoteAddress: `10.77.0.${n + 1}` })).statusCode)
+  for (let n = 0; n < 4; n++) {
+    mails.push(
+      (await app.inject({ method: 'POST', url: `/v1/users/${me.id}/email`, headers: me.headers, remoteAddress: `10.77.0.${n + 1}` })).statusCode
+    )
+  }
   t.same(mails, [202, 202, 429, 429], 'the mail limit holds')
   const queued = await app.db.selectFrom('outbox_message').select('id').execute()
   t.equal(queued.length, 2 + 1, 'two summaries queued (and the one sign-up link of the verified user), nothing more')
 
-  for (let n = 0; n < 4; n++) t.equal((await get(app, ip)).statusCode, 200, `general request ${n + 1}: the general limit is skipped, the API stays up`)
+  for (let n = 0; n < 4; n++) { t.equal((await get(app, ip)).statusCode, 200, `general request ${n + 1}: the general limit is skipped, the API stays up`) }
 
   const lines = storeLines(logs)
   t.equal(lines.length, 1, `one line for the outage, not one per request: ${JSON.stringify(lines)}`)
   t.equal(lines[0]?.level, 40, 'at warn')
-  t.ok(await fallbacks(app) >= 8, 'each request counted in memory is counted in roja_rate_limit_store_fallbacks_total')
+  t.ok((await fallbacks(app)) >= 8, 'each request counted in memory is counted in roja_rate_limit_store_fallbacks_total')
 })
 
 /** A free loopback port: bound, read, released. */
@@ -139,18 +153,25 @@ async function freePort (): Promise<number> {
 /** A Redis of this test's own (never the shared one), stopped at teardown. */
 async function ownRedis (t: Test, port: number) {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  t.teardown(() => { child.kill('SIGKILL') })
+  t.teardown(() => {
+    child.kill('SIGKILL')
+  })
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   probe.on('error', () => {}) // refused until the server listens
   for (let i = 0; i < 100; i++) {
-    if (await probe.connect().then(() => true, () => false)) break
+    if (
+      await probe.connect().then(
+        () => true,
+        () => false
+      )
+    ) { break }
     await sleep(50)
   }
   probe.disconnect()
   return child
 }
 
-t.test('Redis that stops mid-window, then comes back: the password limit never opens; one line each way', async (t) => {
+t.test('Redis that stops mid-window, then comes back: the password limit never opens; one line each way', async t => {
   const port = await freePort()
   let redis = await ownRedis(t, port)
   const logs: string[] = []
@@ -167,7 +188,7 @@ t.test('Redis that stops mid-window, then comes back: the password limit never o
   for (let n = 0; n < 8; n++) during.push((await wrongPassword(app, ip)).statusCode)
   t.same(during, [401, 401, 401, 401, 429, 429, 429, 429], 'counted in this instance from the outage on: at most AUTH_RATE_LIMIT_MAX more, then 429')
   t.match(storeLines(logs), [{ level: 40, msg: /unavailable/ }], 'one warn line for the outage')
-  t.ok(await fallbacks(app) >= 8)
+  t.ok((await fallbacks(app)) >= 8)
 
   redis = await ownRedis(t, port)
   let back = false

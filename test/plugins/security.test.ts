@@ -11,7 +11,7 @@ import { build, json } from '../helper.js'
 
 const PRODUCTION = { ENVIRONMENT: 'production', TRUST_PROXY: '127.0.0.1' }
 
-t.test('security headers are on every answer, errors included', async (t) => {
+t.test('security headers are on every answer, errors included', async t => {
   const app = await build(t)
   for (const url of ['/health', '/nowhere']) {
     const res = await app.inject({ method: 'GET', url })
@@ -23,8 +23,8 @@ t.test('security headers are on every answer, errors included', async (t) => {
   }
 })
 
-t.test('CORS', async (t) => {
-  t.test('an allowed origin is echoed, without credentials', async (t) => {
+t.test('CORS', async t => {
+  t.test('an allowed origin is echoed, without credentials', async t => {
     const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: 'https://app.example.com, https://admin.example.com' } })
     for (const origin of ['https://app.example.com', 'https://admin.example.com']) {
       const res = await app.inject({ method: 'GET', url: '/health', headers: { origin } })
@@ -35,7 +35,7 @@ t.test('CORS', async (t) => {
     }
   })
 
-  t.test('a foreign origin gets no Access-Control-Allow-Origin', async (t) => {
+  t.test('a foreign origin gets no Access-Control-Allow-Origin', async t => {
     const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: 'https://app.example.com' } })
     for (const origin of ['https://evil.example.com', 'https://app.example.com.evil.test', 'http://app.example.com']) {
       const res = await app.inject({ method: 'GET', url: '/health', headers: { origin } })
@@ -43,13 +43,13 @@ t.test('CORS', async (t) => {
     }
   })
 
-  t.test('no origins configured: no CORS headers at all', async (t) => {
+  t.test('no origins configured: no CORS headers at all', async t => {
     const app = await build(t)
     const res = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example.com' } })
     t.equal(res.headers['access-control-allow-origin'], undefined)
   })
 
-  t.test('* allows any origin and never credentials', async (t) => {
+  t.test('* allows any origin and never credentials', async t => {
     const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: '*' } })
     const res = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://anyone.example.net' } })
     t.equal(res.headers['access-control-allow-origin'], '*')
@@ -63,16 +63,27 @@ t.test('CORS', async (t) => {
     t.equal(pre.headers['access-control-allow-credentials'], undefined)
   })
 
-  t.test('a preflight names the methods and headers clients need', async (t) => {
+  t.test('a preflight names the methods and headers clients need', async t => {
     const app = await build(t, { env: { ALLOWED_CORS_ORIGINS: 'https://app.example.com' } })
     const res = await app.inject({
       method: 'OPTIONS',
       url: '/v1/posts',
-      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' }
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type'
+      }
     })
     t.equal(res.statusCode, 204)
     t.equal(res.headers['access-control-allow-origin'], 'https://app.example.com')
-    t.same(String(res.headers['access-control-allow-methods']).split(',').map(m => m.trim()).sort(), ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT'], 'every method the API has, PATCH included')
+    t.same(
+      String(res.headers['access-control-allow-methods'])
+        .split(',')
+        .map(m => m.trim())
+        .sort(),
+      ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT'],
+      'every method the API has, PATCH included'
+    )
     t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /authorization/)
     t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /idempotency-key/)
     t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /if-match/)
@@ -86,7 +97,7 @@ t.test('CORS', async (t) => {
   })
 })
 
-t.test('a token in the query string is 400 TokenInQuery on any route', async (t) => {
+t.test('a token in the query string is 400 TokenInQuery on any route', async t => {
   const app = await build(t)
   const urls = [
     '/health?access_token=abc',
@@ -112,7 +123,7 @@ t.test('a token in the query string is 400 TokenInQuery on any route', async (t)
   t.equal(post.statusCode, 400, 'on a POST too')
 })
 
-t.test('query parameters that only look like token names are not refused', async (t) => {
+t.test('query parameters that only look like token names are not refused', async t => {
   const app = await build(t)
   for (const url of ['/nowhere?tokens=1', '/nowhere?token_type=1', '/nowhere?my_token=1', '/nowhere?q=token']) {
     const res = await app.inject({ method: 'GET', url })
@@ -120,7 +131,7 @@ t.test('query parameters that only look like token names are not refused', async
   }
 })
 
-t.test('a JWT under any other name, or anywhere in the URL, is never logged', async (t) => {
+t.test('a JWT under any other name, or anywhere in the URL, is never logged', async t => {
   const logs: string[] = []
   const app = await build(t, { logs, logLevel: 'trace' })
   const user = await createUser(app)
@@ -157,10 +168,10 @@ t.test('a JWT under any other name, or anywhere in the URL, is never logged', as
   t.equal(redactTokens(`/v1/x?next=${'eyJ'.repeat(5000)}`).length, 15_011, 'a long run without dots stays, in linear time')
 })
 
-t.test('production behind a trusted proxy', async (t) => {
+t.test('production behind a trusted proxy', async t => {
   const app = await build(t, { env: PRODUCTION })
 
-  t.test('plain HTTP is refused with 403 HttpsRequired', async (t) => {
+  t.test('plain HTTP is refused with 403 HttpsRequired', async t => {
     for (const headers of [{}, { 'x-forwarded-proto': 'http' }, { 'x-forwarded-proto': 'HTTPS-not' }]) {
       const res = await app.inject({ method: 'GET', url: '/health', headers })
       t.equal(res.statusCode, 403, JSON.stringify(headers))
@@ -170,25 +181,33 @@ t.test('production behind a trusted proxy', async (t) => {
     t.equal(unknown.statusCode, 403, 'unknown routes too')
   })
 
-  t.test('HTTPS as the proxy says is served, with HSTS', async (t) => {
+  t.test('HTTPS as the proxy says is served, with HSTS', async t => {
     const res = await app.inject({ method: 'GET', url: '/health', headers: { 'x-forwarded-proto': 'https' } })
     t.equal(res.statusCode, 200)
     t.match(res.headers['strict-transport-security'], /max-age=31536000/)
     t.match(res.headers['strict-transport-security'], /includeSubDomains/)
   })
 
-  t.test('the refusal itself carries HSTS', async (t) => {
+  t.test('the refusal itself carries HSTS', async t => {
     const res = await app.inject({ method: 'GET', url: '/health' })
     t.match(res.headers['strict-transport-security'], /max-age=31536000/)
   })
 })
 
-t.test('TLS_CERT_FILE/TLS_KEY_FILE serve HTTPS directly', async (t) => {
+t.test('TLS_CERT_FILE/TLS_KEY_FILE serve HTTPS directly', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'roja-tls-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
     keySize: 2048,
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] }]
+    extensions: [
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 7, ip: '127.0.0.1' },
+          { type: 2, value: 'localhost' }
+        ]
+      }
+    ]
   })
   writeFileSync(join(dir, 'cert.pem'), pems.cert)
   writeFileSync(join(dir, 'key.pem'), pems.private)
@@ -197,11 +216,13 @@ t.test('TLS_CERT_FILE/TLS_KEY_FILE serve HTTPS directly', async (t) => {
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
-  const res = await new Promise<{ status: number, headers: Record<string, unknown>, body: string }>((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path: '/health', ca: pems.cert }, (r) => {
+  const res = await new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path: '/health', ca: pems.cert }, r => {
       let body = ''
       r.setEncoding('utf8')
-      r.on('data', (c) => { body += c })
+      r.on('data', c => {
+        body += c
+      })
       r.on('end', () => resolve({ status: r.statusCode ?? 0, headers: r.headers, body }))
     })
     req.on('error', reject)

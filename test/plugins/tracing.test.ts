@@ -11,7 +11,10 @@ import { insertPost } from '../post-fixtures.js'
 
 const dbSystem = dialect === 'postgres' ? 'postgresql' : 'sqlite'
 
-async function traced (t: Test, opts: BuildOptions = {}): Promise<{ app: FastifyInstance, spans: () => ReadableSpan[], exporter: InMemorySpanExporter }> {
+async function traced (
+  t: Test,
+  opts: BuildOptions = {}
+): Promise<{ app: FastifyInstance; spans: () => ReadableSpan[]; exporter: InMemorySpanExporter }> {
   const exporter = new InMemorySpanExporter()
   const app = await build(t, { ...opts, tracing: { exporter } })
   return { app, exporter, spans: () => exporter.getFinishedSpans() }
@@ -25,7 +28,7 @@ const one = (t: Test, spans: ReadableSpan[], name: string): ReadableSpan => {
   return found[0]
 }
 
-t.test('off by default: no SDK plugin, no hooks, no decorators, no trace ids in logs', async (t) => {
+t.test('off by default: no SDK plugin, no hooks, no decorators, no trace ids in logs', async t => {
   const logs: string[] = []
   const app = await build(t, { logs, logLevel: 'info' })
   t.notOk(app.hasPlugin('tracing'))
@@ -33,13 +36,21 @@ t.test('off by default: no SDK plugin, no hooks, no decorators, no trace ids in 
   t.notOk(app.hasDecorator('traced'))
   t.notOk(app.hasRequestDecorator('opentelemetry'))
   // Where @opentelemetry/api keeps what an SDK registers: nothing was.
-  t.equal((globalThis as Record<symbol, { trace?: unknown } | undefined>)[Symbol.for('opentelemetry.js.api.1')]?.trace, undefined, 'no tracer provider registered')
-  const res = await app.inject({ method: 'GET', url: '/version', headers: { traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` } })
+  t.equal(
+    (globalThis as Record<symbol, { trace?: unknown } | undefined>)[Symbol.for('opentelemetry.js.api.1')]?.trace,
+    undefined,
+    'no tracer provider registered'
+  )
+  const res = await app.inject({
+    method: 'GET',
+    url: '/version',
+    headers: { traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` }
+  })
   t.equal(res.statusCode, 200)
   t.notMatch(logs.join(''), /trace_id/)
 })
 
-t.test('a request: a SERVER span named by the route template, the handler and its queries below it', async (t) => {
+t.test('a request: a SERVER span named by the route template, the handler and its queries below it', async t => {
   const { app, spans } = await traced(t)
   const creator = await createCreator(app)
   const postId = await insertPost(app, creator.id, { title: 'Traced post' })
@@ -72,7 +83,7 @@ t.test('a request: a SERVER span named by the route template, the handler and it
   t.equal(all.length, trace.length, 'nothing outside the request trace')
 })
 
-t.test('W3C traceparent and tracestate are accepted: the request joins the caller\'s trace', async (t) => {
+t.test("W3C traceparent and tracestate are accepted: the request joins the caller's trace", async t => {
   const { app, spans } = await traced(t)
   const traceId = randomBytes(16).toString('hex')
   const callerSpan = randomBytes(8).toString('hex')
@@ -91,7 +102,7 @@ t.test('W3C traceparent and tracestate are accepted: the request joins the calle
   }
 })
 
-t.test('an error request: the problem is recorded on the request and handler spans', async (t) => {
+t.test('an error request: the problem is recorded on the request and handler spans', async t => {
   const { app, spans } = await traced(t)
   const user = await createUser(app)
   const res = await app.inject({ method: 'GET', url: `/v1/posts/${randomUUID()}`, headers: user.headers })
@@ -103,18 +114,35 @@ t.test('an error request: the problem is recorded on the request and handler spa
   const handler = childrenOf(all, server).find(s => s.name === 'handler /v1/posts/:postId')!
   t.equal(handler.status.code, SpanStatusCode.ERROR)
   t.match(handler.events.find(e => e.name === 'exception')?.attributes, { 'exception.type': 'PostNotFound', 'exception.message': /post/i })
-  t.ok(childrenOf(all, handler).some(s => s.name === 'select post'), 'the read that found nothing is there')
+  t.ok(
+    childrenOf(all, handler).some(s => s.name === 'select post'),
+    'the read that found nothing is there'
+  )
 
   await app.inject({ method: 'GET', url: '/no/such/route' })
-  const unknown = spans().filter(s => s.kind === SpanKind.SERVER).at(-1)!
+  const unknown = spans()
+    .filter(s => s.kind === SpanKind.SERVER)
+    .at(-1)!
   t.equal(unknown.name, 'GET', 'no route: the method alone')
-  t.notOk(childrenOf(spans(), unknown).some(s => s.name === 'notFoundHandler'), 'answered at onRequest, before the not-found handler (and any body) runs')
+  t.notOk(
+    childrenOf(spans(), unknown).some(s => s.name === 'notFoundHandler'),
+    'answered at onRequest, before the not-found handler (and any body) runs'
+  )
   t.equal(unknown.attributes['http.response.status_code'], 404)
 })
 
-t.test('a failing query is a failed span', async (t) => {
+t.test('a failing query is a failed span', async t => {
   const { app, spans } = await traced(t)
-  await app.traced('work', {}, async () => await app.db.selectFrom('no_such_table' as 'user').selectAll().execute().catch(() => {}))
+  await app.traced(
+    'work',
+    {},
+    async () =>
+      await app.db
+        .selectFrom('no_such_table' as 'user')
+        .selectAll()
+        .execute()
+        .catch(() => {})
+  )
   const all = spans()
   const work = one(t, all, 'work')
   const query = one(t, all, 'select no_such_table')
@@ -123,7 +151,7 @@ t.test('a failing query is a failed span', async (t) => {
   t.ok(query.events.some(e => e.name === 'exception'))
 })
 
-t.test('every log line of a traced request carries its trace and span ids', async (t) => {
+t.test('every log line of a traced request carries its trace and span ids', async t => {
   const logs: string[] = []
   const { app, spans } = await traced(t, { logs, logLevel: 'info' })
   const user = await createUser(app)
@@ -137,10 +165,14 @@ t.test('every log line of a traced request carries its trace and span ids', asyn
     t.ok(mine.every(l => l.span_id === server.spanContext().spanId))
     t.ok(mine.some(l => l.msg === 'request completed'))
   }
-  t.same(lines.filter(l => !l.trace_id), [], 'no request line without a trace id')
+  t.same(
+    lines.filter(l => !l.trace_id),
+    [],
+    'no request line without a trace id'
+  )
 })
 
-t.test('a background e-mail: queued in the request trace, delivered in a span of its own', async (t) => {
+t.test('a background e-mail: queued in the request trace, delivered in a span of its own', async t => {
   const { app, spans, exporter } = await traced(t, { outbox: { loop: false } })
   const user = await createUser(app, { verified: true })
   // the verification link goes out first, so the round below delivers the summary alone
@@ -163,10 +195,13 @@ t.test('a background e-mail: queued in the request trace, delivered in a span of
   t.match(delivery.attributes, { 'messaging.message.id': id, 'roja.outbox.attempt': 1 })
   const marks = childrenOf(all, delivery).filter(s => s.name === 'update outbox_message')
   t.equal(marks.length, 1, 'marking it sent is a child of the delivery')
-  t.notOk(all.some(s => s.name.startsWith('select outbox_message') && parentId(s) === undefined), 'the idle claim is not a trace')
+  t.notOk(
+    all.some(s => s.name.startsWith('select outbox_message') && parentId(s) === undefined),
+    'the idle claim is not a trace'
+  )
 })
 
-t.test('a failed delivery is a failed span', async (t) => {
+t.test('a failed delivery is a failed span', async t => {
   const { app, spans } = await traced(t, { env: { SMTP_URL: 'smtp://127.0.0.1:1' }, outbox: { loop: false } })
   const { enqueueEmail } = await import('../../src/domain/outbox.js')
   await enqueueEmail(app.db, { to: 'ada@example.com', subject: 'x', body: 'y' })
@@ -176,25 +211,35 @@ t.test('a failed delivery is a failed span', async (t) => {
   t.match(delivery.status.message, /ECONNREFUSED/)
 })
 
-t.test('/metrics and /health are not traced', async (t) => {
+t.test('/metrics and /health are not traced', async t => {
   const { app, spans } = await traced(t)
   await app.inject({ method: 'GET', url: '/metrics' })
   await app.inject({ method: 'GET', url: '/health' })
   await app.inject({ method: 'GET', url: '/health?x=1' })
-  t.same(spans().map(s => s.name), [])
+  t.same(
+    spans().map(s => s.name),
+    []
+  )
   await app.inject({ method: 'GET', url: '/version' })
-  t.same(spans().map(s => s.name).sort(), ['GET /version', 'handler /version'])
+  t.same(
+    spans()
+      .map(s => s.name)
+      .sort(),
+    ['GET /version', 'handler /version']
+  )
 })
 
 /** A stand-in OTLP collector: records what the exporter POSTs. */
-async function collector (t: Test): Promise<{ url: string, received: Array<{ path: string, contentType: string, body: Buffer }> }> {
-  const received: Array<{ path: string, contentType: string, body: Buffer }> = []
+async function collector (t: Test): Promise<{ url: string; received: Array<{ path: string; contentType: string; body: Buffer }> }> {
+  const received: Array<{ path: string; contentType: string; body: Buffer }> = []
   const server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       received.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', body: Buffer.concat(chunks) })
-      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' }).end(req.headers['content-type']?.includes('json') ? '{}' : '')
+      res
+        .writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' })
+        .end(req.headers['content-type']?.includes('json') ? '{}' : '')
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
@@ -202,9 +247,11 @@ async function collector (t: Test): Promise<{ url: string, received: Array<{ pat
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received }
 }
 
-t.test('OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on: OTLP/HTTP JSON to <endpoint>/v1/traces, with OTEL_SERVICE_NAME', async (t) => {
+t.test('OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on: OTLP/HTTP JSON to <endpoint>/v1/traces, with OTEL_SERVICE_NAME', async t => {
   const otlp = await collector(t)
-  const app = await build(t, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${otlp.url}/`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'roja-test' } })
+  const app = await build(t, {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${otlp.url}/`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'roja-test' }
+  })
   t.ok(app.hasPlugin('@fastify/otel'))
   await app.inject({ method: 'GET', url: '/version' })
   await app.close() // flushes the batch
@@ -219,7 +266,7 @@ t.test('OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on: OTLP/HTTP JSON to <endpoin
   t.ok(names.includes('GET /version'), names.join(', '))
 })
 
-t.test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as given, protobuf by default', async (t) => {
+t.test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as given, protobuf by default', async t => {
   const otlp = await collector(t)
   const app = await build(t, { env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/custom/traces` } })
   await app.inject({ method: 'GET', url: '/version' })
@@ -230,7 +277,7 @@ t.test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as given, protobuf by default
   t.ok(otlp.received[0].body.includes(Buffer.from('GET /version')), 'the span name is in the message')
 })
 
-t.test('a bad OTLP setting stops the start with a message naming it', async (t) => {
+t.test('a bad OTLP setting stops the start with a message naming it', async t => {
   const { testConfig } = await import('../helper.js')
   t.throws(() => testConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL must be one of http\/protobuf, http\/json/)
   t.throws(() => testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }), /OTEL_EXPORTER_OTLP_ENDPOINT/)

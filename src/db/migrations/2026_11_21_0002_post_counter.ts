@@ -10,7 +10,8 @@ const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof Post
  * scheduled posts (published_at > now: a range scan of post_published_at_idx), never a full count.
  */
 export async function up (db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('post_counter')
+  await db.schema
+    .createTable('post_counter')
     .addColumn('type', 'text', c => c.primaryKey())
     .addColumn('published', 'bigint', c => c.notNull())
     .execute()
@@ -22,21 +23,34 @@ export async function up (db: Kysely<any>): Promise<void> {
     // Statement-level triggers with transition tables: one counter update per statement, so a
     // seeder's 1000-row INSERT costs one update, not a thousand.
     // A transition table exists only for the events that have it, so each event gets its own function body.
-    for (const [event, refs] of [['insert', 'new table as new_rows'], ['delete', 'old table as old_rows'], ['update', 'old table as old_rows new table as new_rows']]) {
-      const body = event === 'insert'
-        ? 'select type, count(*) from new_rows where published_at is not null group by type'
-        : event === 'delete'
-          ? 'select type, -count(*) from old_rows where published_at is not null group by type'
-          : `select type, sum(n) from (select type, 1 as n from new_rows where published_at is not null
+    for (const [event, refs] of [
+      ['insert', 'new table as new_rows'],
+      ['delete', 'old table as old_rows'],
+      ['update', 'old table as old_rows new table as new_rows']
+    ]) {
+      const body =
+        event === 'insert'
+          ? 'select type, count(*) from new_rows where published_at is not null group by type'
+          : event === 'delete'
+            ? 'select type, -count(*) from old_rows where published_at is not null group by type'
+            : `select type, sum(n) from (select type, 1 as n from new_rows where published_at is not null
               union all select type, -1 as n from old_rows where published_at is not null) d group by type having sum(n) <> 0`
-      await sql.raw(`create function post_counter_${event}() returns trigger language plpgsql as $$
+      await sql
+        .raw(
+          `create function post_counter_${event}() returns trigger language plpgsql as $$
         begin
           insert into post_counter (type, published) ${body}
           on conflict (type) do update set published = post_counter.published + excluded.published;
           return null;
-        end $$`).execute(db)
-      await sql.raw(`create trigger post_counter_${event} after ${event} on post
-        referencing ${refs} for each statement execute function post_counter_${event}()`).execute(db)
+        end $$`
+        )
+        .execute(db)
+      await sql
+        .raw(
+          `create trigger post_counter_${event} after ${event} on post
+        referencing ${refs} for each statement execute function post_counter_${event}()`
+        )
+        .execute(db)
     }
     return
   }
@@ -47,8 +61,12 @@ export async function up (db: Kysely<any>): Promise<void> {
       on conflict (type) do update set published = published + ${n};`
   await sql.raw(`create trigger post_counter_insert after insert on post begin ${add('new', 1)} end`).execute(db)
   await sql.raw(`create trigger post_counter_delete after delete on post begin ${add('old', -1)} end`).execute(db)
-  await sql.raw(`create trigger post_counter_update after update of type, published_at on post begin
-      ${add('old', -1)} ${add('new', 1)} end`).execute(db)
+  await sql
+    .raw(
+      `create trigger post_counter_update after update of type, published_at on post begin
+      ${add('old', -1)} ${add('new', 1)} end`
+    )
+    .execute(db)
 }
 
 export async function down (db: Kysely<any>): Promise<void> {

@@ -33,7 +33,8 @@ function postCounterAdd (nextSlot: string): string {
 export async function up (db: Kysely<any>): Promise<void> {
   await dropDataVersion(db)
   await dropOneRowCounter(db)
-  await db.schema.createTable('post_counter')
+  await db.schema
+    .createTable('post_counter')
     .addColumn('type', 'text', c => c.notNull())
     .addColumn('slot', 'integer', c => c.notNull())
     .addColumn('published', 'bigint', c => c.notNull())
@@ -49,18 +50,30 @@ export async function up (db: Kysely<any>): Promise<void> {
     for (const [event, refs, changes] of [
       ['insert', 'new table as new_rows', 'select type, count(*) as n from new_rows where published_at is not null group by type'],
       ['delete', 'old table as old_rows', 'select type, -count(*) as n from old_rows where published_at is not null group by type'],
-      ['update', 'old table as old_rows new table as new_rows', `select type, sum(n) as n from (
+      [
+        'update',
+        'old table as old_rows new table as new_rows',
+        `select type, sum(n) as n from (
           select type, 1 as n from new_rows where published_at is not null
-          union all select type, -1 as n from old_rows where published_at is not null) d group by type having sum(n) <> 0`]
+          union all select type, -1 as n from old_rows where published_at is not null) d group by type having sum(n) <> 0`
+      ]
     ]) {
-      await sql.raw(`create function post_counter_${event}() returns trigger language plpgsql as $$
+      await sql
+        .raw(
+          `create function post_counter_${event}() returns trigger language plpgsql as $$
         declare r record;
         begin
           for r in ${changes} loop perform post_counter_add(r.type, r.n); end loop;
           return null;
-        end $$`).execute(db)
-      await sql.raw(`create trigger post_counter_${event} after ${event} on post
-        referencing ${refs} for each statement execute function post_counter_${event}()`).execute(db)
+        end $$`
+        )
+        .execute(db)
+      await sql
+        .raw(
+          `create trigger post_counter_${event} after ${event} on post
+        referencing ${refs} for each statement execute function post_counter_${event}()`
+        )
+        .execute(db)
     }
     return
   }
@@ -71,8 +84,12 @@ export async function up (db: Kysely<any>): Promise<void> {
       on conflict (type, slot) do update set published = published + ${n};`
   await sql.raw(`create trigger post_counter_insert after insert on post begin ${add('new', 1)} end`).execute(db)
   await sql.raw(`create trigger post_counter_delete after delete on post begin ${add('old', -1)} end`).execute(db)
-  await sql.raw(`create trigger post_counter_update after update of type, published_at on post begin
-      ${add('old', -1)} ${add('new', 1)} end`).execute(db)
+  await sql
+    .raw(
+      `create trigger post_counter_update after update of type, published_at on post begin
+      ${add('old', -1)} ${add('new', 1)} end`
+    )
+    .execute(db)
 }
 
 export async function down (db: Kysely<any>): Promise<void> {
@@ -92,7 +109,8 @@ export async function down (db: Kysely<any>): Promise<void> {
 
 /** 2026_11_21_0002's up: post_counter as one row per type. */
 async function createOneRowCounter (db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('post_counter')
+  await db.schema
+    .createTable('post_counter')
     .addColumn('type', 'text', c => c.primaryKey())
     .addColumn('published', 'bigint', c => c.notNull())
     .execute()
@@ -104,21 +122,34 @@ async function createOneRowCounter (db: Kysely<any>): Promise<void> {
     // Statement-level triggers with transition tables: one counter update per statement, so a
     // seeder's 1000-row INSERT costs one update, not a thousand.
     // A transition table exists only for the events that have it, so each event gets its own function body.
-    for (const [event, refs] of [['insert', 'new table as new_rows'], ['delete', 'old table as old_rows'], ['update', 'old table as old_rows new table as new_rows']]) {
-      const body = event === 'insert'
-        ? 'select type, count(*) from new_rows where published_at is not null group by type'
-        : event === 'delete'
-          ? 'select type, -count(*) from old_rows where published_at is not null group by type'
-          : `select type, sum(n) from (select type, 1 as n from new_rows where published_at is not null
+    for (const [event, refs] of [
+      ['insert', 'new table as new_rows'],
+      ['delete', 'old table as old_rows'],
+      ['update', 'old table as old_rows new table as new_rows']
+    ]) {
+      const body =
+        event === 'insert'
+          ? 'select type, count(*) from new_rows where published_at is not null group by type'
+          : event === 'delete'
+            ? 'select type, -count(*) from old_rows where published_at is not null group by type'
+            : `select type, sum(n) from (select type, 1 as n from new_rows where published_at is not null
               union all select type, -1 as n from old_rows where published_at is not null) d group by type having sum(n) <> 0`
-      await sql.raw(`create function post_counter_${event}() returns trigger language plpgsql as $$
+      await sql
+        .raw(
+          `create function post_counter_${event}() returns trigger language plpgsql as $$
         begin
           insert into post_counter (type, published) ${body}
           on conflict (type) do update set published = post_counter.published + excluded.published;
           return null;
-        end $$`).execute(db)
-      await sql.raw(`create trigger post_counter_${event} after ${event} on post
-        referencing ${refs} for each statement execute function post_counter_${event}()`).execute(db)
+        end $$`
+        )
+        .execute(db)
+      await sql
+        .raw(
+          `create trigger post_counter_${event} after ${event} on post
+        referencing ${refs} for each statement execute function post_counter_${event}()`
+        )
+        .execute(db)
     }
     return
   }
@@ -129,8 +160,12 @@ async function createOneRowCounter (db: Kysely<any>): Promise<void> {
       on conflict (type) do update set published = published + ${n};`
   await sql.raw(`create trigger post_counter_insert after insert on post begin ${add('new', 1)} end`).execute(db)
   await sql.raw(`create trigger post_counter_delete after delete on post begin ${add('old', -1)} end`).execute(db)
-  await sql.raw(`create trigger post_counter_update after update of type, published_at on post begin
-      ${add('old', -1)} ${add('new', 1)} end`).execute(db)
+  await sql
+    .raw(
+      `create trigger post_counter_update after update of type, published_at on post begin
+      ${add('old', -1)} ${add('new', 1)} end`
+    )
+    .execute(db)
 }
 
 /** 2026_11_21_0002's down. */
@@ -153,7 +188,8 @@ const DATA_VERSION_TRIGGERS = [
 
 /** 2026_11_21_0004's up: data_version and its triggers. */
 async function createDataVersion (db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('data_version')
+  await db.schema
+    .createTable('data_version')
     .addColumn('name', 'text', c => c.primaryKey())
     .addColumn('version', 'bigint', c => c.notNull())
     .execute()
@@ -162,11 +198,19 @@ async function createDataVersion (db: Kysely<any>): Promise<void> {
 
   if (isPostgres(db)) {
     // Statement triggers: one bump per statement, so a seeder's 1000-row INSERT costs one update.
-    await sql.raw(`create function bump_post_list_version() returns trigger language plpgsql as $$
-      begin ${bump}; return null; end $$`).execute(db)
+    await sql
+      .raw(
+        `create function bump_post_list_version() returns trigger language plpgsql as $$
+      begin ${bump}; return null; end $$`
+      )
+      .execute(db)
     for (const [name, table, event] of DATA_VERSION_TRIGGERS) {
-      await sql.raw(`create trigger ${name} after ${event} on "${table}"
-        for each statement execute function bump_post_list_version()`).execute(db)
+      await sql
+        .raw(
+          `create trigger ${name} after ${event} on "${table}"
+        for each statement execute function bump_post_list_version()`
+        )
+        .execute(db)
     }
     return
   }

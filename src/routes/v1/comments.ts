@@ -11,7 +11,7 @@ const tags = ['comments']
 const authorOf = (c: Comment) => c.author.id
 
 /** The author's own writes: replacing, patching and deleting a comment. */
-const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
+const authorWrites: FastifyPluginAsyncTypebox = async fastify => {
   registerUpdates(fastify, {
     url: '/posts/:postId/comments/:commentId',
     tags,
@@ -19,40 +19,58 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     body: CommentWrite,
     patchBody: CommentPatch,
     response: Comment,
-    errors: [...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'PreconditionFailed'],
+    errors: [
+      ...authErrors,
+      'UserNotOwner',
+      'PostNotFound',
+      'ResourceNotFound',
+      'ValidationFailed',
+      'MalformedBody',
+      'UnsupportedMediaType',
+      'PreconditionFailed'
+    ],
     put: {
       operationId: 'updateComment',
-      description: 'The comment\'s author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.',
+      description: "The comment's author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.",
       summary: 'Replace the text of a comment (author)'
     },
     patch: {
       operationId: 'patchComment',
-      description: 'The comment\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): ' +
+      description:
+        "The comment's author only (others 403): merges a JSON Merge Patch (RFC 7396): " +
         'a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). ' +
         'A stale If-Match is 412 and changes nothing.',
       summary: 'Change a comment (author), a JSON Merge Patch'
     },
     fieldsOf: commentFields,
     owner: { of: authorOf },
-    run: (request, _reply, change) => updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, change, request.owned)
+    run: (request, _reply, change) =>
+      updateComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, change, request.owned)
   })
 
-  fastify.delete('/posts/:postId/comments/:commentId', {
-    config: { owner: { of: authorOf } },
-    schema: {
-      tags,
-      security,
-      operationId: 'deleteComment',
-      description: 'The comment\'s author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.',
-      summary: 'Delete a comment (author)',
-      params: CommentParams,
-      headers: IfMatchHeaders,
-      response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed') }
+  fastify.delete(
+    '/posts/:postId/comments/:commentId',
+    {
+      config: { owner: { of: authorOf } },
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteComment',
+        description: "The comment's author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.",
+        summary: 'Delete a comment (author)',
+        params: CommentParams,
+        headers: IfMatchHeaders,
+        response: {
+          204: NoContent,
+          ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ResourceNotFound', 'ValidationFailed', 'PreconditionFailed')
+        }
+      }
+    },
+    async (request, reply) => {
+      await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, request.owned)
+      return reply.code(204).send(null)
     }
-  }, async (request, reply) => {
-    await deleteComment(fastify.db, request.params.postId, request.params.commentId, request.user.id, request.owned)
-    return reply.code(204).send(null)
-  })
+  )
 }
 
 /** Comments on a post: public reads; any active user writes; only the author changes one. */
@@ -78,8 +96,8 @@ export default postChildRoutes({
   },
   create: {
     operationId: 'createComment',
-    description: 'Any signed-in active user: adds a comment and alerts the post\'s creator (an alert and an e-mail) unless the author is the creator.',
-    summary: 'Comment on a post (any active user); alerts the post\'s creator',
+    description: "Any signed-in active user: adds a comment and alerts the post's creator (an alert and an e-mail) unless the author is the creator.",
+    summary: "Comment on a post (any active user); alerts the post's creator",
     body: CommentWrite,
     response: Comment,
     run: createComment

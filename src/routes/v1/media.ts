@@ -9,7 +9,16 @@ import { FileBytes, Media, MediaGetHeaders, MediaParams } from '../../../schemas
 import { errorResponses } from '../../../schemas/problems.js'
 import { authErrors, security } from '../guards.js'
 import {
-  bytesEtag, createMedia, deleteMedia, getMedia, pickRange, releaseUpload, reserveUpload, storeUpload, toMedia, type MediaRow
+  bytesEtag,
+  createMedia,
+  deleteMedia,
+  getMedia,
+  pickRange,
+  releaseUpload,
+  reserveUpload,
+  storeUpload,
+  toMedia,
+  type MediaRow
 } from '../../domain/media.js'
 import { requireVerifiedAddress } from '../../domain/email-verification.js'
 import { etagMatches } from '../../../plugins/etag.js'
@@ -30,124 +39,172 @@ const bytesContent = { 'application/octet-stream': { schema: Bytes } }
  * downloads. GET is public, like the posts and avatars that point to it; its answer depends on
  * `Accept` (the bytes or the metadata).
  */
-const media: FastifyPluginAsyncTypebox = async (fastify) => {
+const media: FastifyPluginAsyncTypebox = async fastify => {
   const storage = fastify.mediaStorage
   await fastify.register(accepts)
 
-  fastify.get('/media/:mediaId', {
-    // the JSON metadata's ETag (the bytes carry their own below); Accept picks bytes or metadata here
-    config: { etag: true, negotiatesAccept: true },
-    schema: {
-      tags: ['media'],
-      operationId: 'getMedia',
-      description: 'Anyone (posts and avatars point here). `Accept` picks the representation: ' +
-        'the file\'s own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; ' +
-        'anything else is 406. Changes nothing.',
-      summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
-      params: MediaParams,
-      headers: MediaGetHeaders,
-      response: {
-        200: { description: 'The metadata (application/json), or the file\'s bytes as its own media type', content: { [JSON_TYPE]: { schema: ref(Media) }, ...bytesContent } },
-        206: { description: 'One byte range of the file (see Content-Range), as its own media type', content: bytesContent },
-        304: NotModified,
-        ...errorResponses('NotAcceptable', 'MediaNotFound', 'RangeNotSatisfiable', 'ValidationFailed')
+  fastify.get(
+    '/media/:mediaId',
+    {
+      // the JSON metadata's ETag (the bytes carry their own below); Accept picks bytes or metadata here
+      config: { etag: true, negotiatesAccept: true },
+      schema: {
+        tags: ['media'],
+        operationId: 'getMedia',
+        description:
+          'Anyone (posts and avatars point here). `Accept` picks the representation: ' +
+          "the file's own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; " +
+          'anything else is 406. Changes nothing.',
+        summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
+        params: MediaParams,
+        headers: MediaGetHeaders,
+        response: {
+          200: {
+            description: "The metadata (application/json), or the file's bytes as its own media type",
+            content: { [JSON_TYPE]: { schema: ref(Media) }, ...bytesContent }
+          },
+          206: { description: 'One byte range of the file (see Content-Range), as its own media type', content: bytesContent },
+          304: NotModified,
+          ...errorResponses('NotAcceptable', 'MediaNotFound', 'RangeNotSatisfiable', 'ValidationFailed')
+        }
       }
+    },
+    async (request, reply) => {
+      const row = await getMedia(fastify.db, request.params.mediaId)
+      // No Accept, */* or image/* (for an image) pick the bytes, the first offer.
+      const wanted = request.accepts().type([row.content_type, JSON_TYPE])
+      reply.header('vary', 'accept')
+      if (wanted === JSON_TYPE) return toMedia(row, fastify.config.mediaPublicUrl)
+      if (wanted === false) throw new AppError('NotAcceptable', `this media is available as ${row.content_type} or ${JSON_TYPE}`)
+      const etag = bytesEtag(row)
+      reply.header('etag', etag).header('accept-ranges', 'bytes')
+      if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
+      const range = pickRange(Number(row.size), request.headers.range, request.headers['if-range'], etag)
+      const stream = await storage.open(row.storage_key, range ?? undefined)
+      if (!stream) throw new AppError('MediaNotFound', `the file of media ${row.id} is gone`)
+      // Uploaded bytes are never run as a page, whatever their type; other sites may embed them (avatars, post media).
+      reply
+        .type(row.content_type)
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cross-origin-resource-policy', 'cross-origin')
+      if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${row.size}`)
+      return reply.header('content-length', range ? range.end - range.start + 1 : Number(row.size)).send(stream)
     }
-  }, async (request, reply) => {
-    const row = await getMedia(fastify.db, request.params.mediaId)
-    // No Accept, */* or image/* (for an image) pick the bytes, the first offer.
-    const wanted = request.accepts().type([row.content_type, JSON_TYPE])
-    reply.header('vary', 'accept')
-    if (wanted === JSON_TYPE) return toMedia(row, fastify.config.mediaPublicUrl)
-    if (wanted === false) throw new AppError('NotAcceptable', `this media is available as ${row.content_type} or ${JSON_TYPE}`)
-    const etag = bytesEtag(row)
-    reply.header('etag', etag).header('accept-ranges', 'bytes')
-    if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
-    const range = pickRange(Number(row.size), request.headers.range, request.headers['if-range'], etag)
-    const stream = await storage.open(row.storage_key, range ?? undefined)
-    if (!stream) throw new AppError('MediaNotFound', `the file of media ${row.id} is gone`)
-    // Uploaded bytes are never run as a page, whatever their type; other sites may embed them (avatars, post media).
-    reply.type(row.content_type).header('content-security-policy', "default-src 'none'; sandbox")
-      .header('cross-origin-resource-policy', 'cross-origin')
-    if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${row.size}`)
-    return reply.header('content-length', range ? range.end - range.start + 1 : Number(row.size)).send(stream)
-  })
+  )
 
-  await fastify.register(async (uploads) => {
+  await fastify.register(async uploads => {
     uploads.addHook('onRequest', uploads.authenticate)
     await uploads.register(multipart)
 
     // Not `idempotent`: Idempotency-Key compares request bodies, and a streamed upload is
     // never held in memory to be compared; a retried upload makes a second media.
-    uploads.post('/media', {
-      config: { contentTypes: ['multipart/form-data'] },
-      // Before any byte of the body is read: an unverified address is refused and nothing is stored.
-      preHandler: async (request) => { await requireVerifiedAddress(fastify.db, request.user.id) },
-      schema: {
-        tags: ['media'],
-        operationId: 'uploadMedia',
-        description: 'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): ' +
-          'uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; ' +
-          'over the per-upload limit 413 PayloadTooLarge, over what the caller\'s storage quota has left (uploads in progress count) 413 ' +
-          'StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: ' +
-          'a retry makes a second media.',
-        summary: 'Upload a file (multipart/form-data, one file field `file`)',
-        security,
-        consumes: ['multipart/form-data'],
-        // Documents the form; a streamed body is never parsed into `request.body`, so this checks nothing.
-        body: {
-          content: {
-            'multipart/form-data': {
-              schema: Type.Unsafe({ properties: { file: Bytes }, required: ['file'], examples: [{ file: 'Notes on the Analytical Engine, chapter 1\n' }] })
-            }
-          }
+    uploads.post(
+      '/media',
+      {
+        config: { contentTypes: ['multipart/form-data'] },
+        // Before any byte of the body is read: an unverified address is refused and nothing is stored.
+        preHandler: async request => {
+          await requireVerifiedAddress(fastify.db, request.user.id)
         },
-        response: {
-          201: ref(Media),
-          ...errorResponses('MalformedBody', 'NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'EmailNotVerified',
-            'PayloadTooLarge', 'StorageQuotaExceeded', 'UnsupportedMediaType', 'ValidationFailed')
+        schema: {
+          tags: ['media'],
+          operationId: 'uploadMedia',
+          description:
+            'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): ' +
+            'uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; ' +
+            "over the per-upload limit 413 PayloadTooLarge, over what the caller's storage quota has left (uploads in progress count) 413 " +
+            'StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: ' +
+            'a retry makes a second media.',
+          summary: 'Upload a file (multipart/form-data, one file field `file`)',
+          security,
+          consumes: ['multipart/form-data'],
+          // Documents the form; a streamed body is never parsed into `request.body`, so this checks nothing.
+          body: {
+            content: {
+              'multipart/form-data': {
+                schema: Type.Unsafe({
+                  properties: { file: Bytes },
+                  required: ['file'],
+                  examples: [{ file: 'Notes on the Analytical Engine, chapter 1\n' }]
+                })
+              }
+            }
+          },
+          response: {
+            201: ref(Media),
+            ...errorResponses(
+              'MalformedBody',
+              'NotAuthenticated',
+              'InvalidCredentials',
+              'UserIsBanned',
+              'EmailNotVerified',
+              'PayloadTooLarge',
+              'StorageQuotaExceeded',
+              'UnsupportedMediaType',
+              'ValidationFailed'
+            )
+          }
+        }
+      },
+      async (request, reply) => {
+        const { config, db } = fastify
+        // The room an upload takes is what its body can hold: the file is never longer than the body.
+        const length = Number(request.headers['content-length'])
+        const wanted = Number.isSafeInteger(length) && length >= 0 ? Math.min(length, config.MAX_UPLOAD_BYTES) : config.MAX_UPLOAD_BYTES
+        const reservation = await reserveUpload(db, request.user.id, {
+          quota: config.MEDIA_QUOTA_BYTES,
+          maxFiles: config.MEDIA_QUOTA_FILES,
+          wanted,
+          ttlMs: config.REQUEST_TIMEOUT_MS + FINISH_MS
+        })
+        try {
+          const upload = await receiveFile(
+            request,
+            'file',
+            part => storeUpload(storage, part.file, reservation),
+            stored => storage.remove(stored.storage_key)
+          )
+          const row = await createMedia(db, storage, reservation, upload)
+          return created(reply, `/v1/media/${row.id}`, toMedia(row, config.mediaPublicUrl))
+        } catch (err) {
+          // The room goes back now; should this fail too, it lapses at its expiry.
+          await releaseUpload(db, reservation).catch((cause: unknown) =>
+            request.log.warn({ err: cause }, "could not release an upload's reserved room")
+          )
+          throw err
         }
       }
-    }, async (request, reply) => {
-      const { config, db } = fastify
-      // The room an upload takes is what its body can hold: the file is never longer than the body.
-      const length = Number(request.headers['content-length'])
-      const wanted = Number.isSafeInteger(length) && length >= 0 ? Math.min(length, config.MAX_UPLOAD_BYTES) : config.MAX_UPLOAD_BYTES
-      const reservation = await reserveUpload(db, request.user.id, { quota: config.MEDIA_QUOTA_BYTES, maxFiles: config.MEDIA_QUOTA_FILES, wanted, ttlMs: config.REQUEST_TIMEOUT_MS + FINISH_MS })
-      try {
-        const upload = await receiveFile(request, 'file', part => storeUpload(storage, part.file, reservation), stored => storage.remove(stored.storage_key))
-        const row = await createMedia(db, storage, reservation, upload)
-        return created(reply, `/v1/media/${row.id}`, toMedia(row, config.mediaPublicUrl))
-      } catch (err) {
-        // The room goes back now; should this fail too, it lapses at its expiry.
-        await releaseUpload(db, reservation).catch((cause: unknown) => request.log.warn({ err: cause }, 'could not release an upload\'s reserved room'))
-        throw err
-      }
-    })
+    )
 
-    uploads.delete('/media/:mediaId', {
-      // If-Match names the ETag of the metadata (GET with Accept: application/json)
-      config: { owner: { of: (row: MediaRow) => row.owner_id, item: (row: MediaRow) => toMedia(row, fastify.config.mediaPublicUrl) } },
-      schema: {
-        tags: ['media'],
-        operationId: 'deleteMedia',
-        description: 'The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; ' +
-          'the caller\'s own avatar_url and posts\' media_url that name its URL are cleared in the same change. Anyone else\'s copy of ' +
-          'the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 ' +
-          'and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
-        summary: 'Delete an uploaded file, free its quota, clear your references to it (uploader)',
-        security,
-        params: MediaParams,
-        headers: IfMatchHeaders,
-        response: {
-          204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'MediaNotFound', 'ValidationFailed', 'PreconditionFailed')
+    uploads.delete(
+      '/media/:mediaId',
+      {
+        // If-Match names the ETag of the metadata (GET with Accept: application/json)
+        config: { owner: { of: (row: MediaRow) => row.owner_id, item: (row: MediaRow) => toMedia(row, fastify.config.mediaPublicUrl) } },
+        schema: {
+          tags: ['media'],
+          operationId: 'deleteMedia',
+          description:
+            'The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; ' +
+            "the caller's own avatar_url and posts' media_url that name its URL are cleared in the same change. Anyone else's copy of " +
+            'the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 ' +
+            'and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
+          summary: 'Delete an uploaded file, free its quota, clear your references to it (uploader)',
+          security,
+          params: MediaParams,
+          headers: IfMatchHeaders,
+          response: {
+            204: NoContent,
+            ...errorResponses(...authErrors, 'UserNotOwner', 'MediaNotFound', 'ValidationFailed', 'PreconditionFailed')
+          }
         }
+      },
+      async (request, reply) => {
+        const { mediaId } = request.params as { mediaId: string }
+        await deleteMedia(fastify.db, storage, request.user.id, mediaId, request.owned)
+        return reply.code(204).send(null)
       }
-    }, async (request, reply) => {
-      const { mediaId } = request.params as { mediaId: string }
-      await deleteMedia(fastify.db, storage, request.user.id, mediaId, request.owned)
-      return reply.code(204).send(null)
-    })
+    )
   })
 }
 

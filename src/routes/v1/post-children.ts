@@ -9,9 +9,16 @@ import { created, listReply } from '../replies.js'
 import { authErrors, callerId, optionalSecurity, security } from '../guards.js'
 
 /** What the OpenAPI document says of one operation. */
-interface Described { operationId: string, description: string, summary: string }
+interface Described {
+  operationId: string
+  description: string
+  summary: string
+}
 
-interface Child { id: string, post_id: string }
+interface Child {
+  id: string
+  post_id: string
+}
 
 /** A resource that hangs under a post (comments, reviews): its schemas, texts and domain functions. */
 export interface PostChildren<Item extends Child, Query extends TSchema, Body extends TSchema> {
@@ -23,7 +30,7 @@ export interface PostChildren<Item extends Child, Query extends TSchema, Body ex
   list: Described & {
     querystring: Query
     response: TSchema
-    run: (db: Executor, postId: string, viewerId: string | undefined, query: Static<Query>) => Promise<{ items: Item[], total: number }>
+    run: (db: Executor, postId: string, viewerId: string | undefined, query: Static<Query>) => Promise<{ items: Item[]; total: number }>
   }
   get: Described & {
     params: TSchema
@@ -50,65 +57,81 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
   const writes: FastifyPluginAsyncTypebox = async (fastify, opts) => {
     fastify.addHook('onRequest', fastify.authenticate)
 
-    fastify.post('/posts/:postId/' + plural, {
-      config: { idempotent: true },
-      schema: {
-        tags,
-        security,
-        operationId: create.operationId,
-        description: create.description,
-        summary: create.summary,
-        params: PostParams,
-        headers: IdempotencyHeaders,
-        body: ref(create.body),
-        response: {
-          201: ref(create.response),
-          ...errorResponses(...authErrors, 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict')
+    fastify.post(
+      '/posts/:postId/' + plural,
+      {
+        config: { idempotent: true },
+        schema: {
+          tags,
+          security,
+          operationId: create.operationId,
+          description: create.description,
+          summary: create.summary,
+          params: PostParams,
+          headers: IdempotencyHeaders,
+          body: ref(create.body),
+          response: {
+            201: ref(create.response),
+            ...errorResponses(...authErrors, 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict')
+          }
         }
+      },
+      async (request, reply) => {
+        const item = await create.run(fastify.db, request.params.postId, request.user.id, request.body)
+        return created(reply, `/v1/posts/${item.post_id}/${plural}/${item.id}`, item)
       }
-    }, async (request, reply) => {
-      const item = await create.run(fastify.db, request.params.postId, request.user.id, request.body)
-      return created(reply, `/v1/posts/${item.post_id}/${plural}/${item.id}`, item)
-    })
+    )
 
     await moreWrites?.(fastify, opts)
   }
 
-  return async (fastify) => {
-    fastify.get('/posts/:postId/' + plural, {
-      onRequest: fastify.authenticateIfToken,
-      schema: {
-        tags,
-        operationId: list.operationId,
-        description: list.description,
-        security: optionalSecurity,
-        summary: list.summary,
-        params: PostParams,
-        querystring: list.querystring,
-        response: { 200: ref(list.response), ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
+  return async fastify => {
+    fastify.get(
+      '/posts/:postId/' + plural,
+      {
+        onRequest: fastify.authenticateIfToken,
+        schema: {
+          tags,
+          operationId: list.operationId,
+          description: list.description,
+          security: optionalSecurity,
+          summary: list.summary,
+          params: PostParams,
+          querystring: list.querystring,
+          response: { 200: ref(list.response), ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
+        }
+      },
+      async (request, reply) => {
+        const query = request.query as Static<Query> & Page // a ListQuery: limit and offset have defaults
+        const { items, total } = await list.run(fastify.db, request.params.postId, callerId(request), query)
+        return listReply(request, reply, plural, items, total, query)
       }
-    }, async (request, reply) => {
-      const query = request.query as Static<Query> & Page // a ListQuery: limit and offset have defaults
-      const { items, total } = await list.run(fastify.db, request.params.postId, callerId(request), query)
-      return listReply(request, reply, plural, items, total, query)
-    })
+    )
 
-    fastify.get(`/posts/:postId/${plural}/:${idParam}`, {
-      onRequest: fastify.authenticateIfToken,
-      config: { etag: true },
-      schema: {
-        tags,
-        operationId: get.operationId,
-        description: get.description,
-        security: optionalSecurity,
-        summary: get.summary,
-        params: get.params,
-        response: { 200: ref(get.response), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned') }
+    fastify.get(
+      `/posts/:postId/${plural}/:${idParam}`,
+      {
+        onRequest: fastify.authenticateIfToken,
+        config: { etag: true },
+        schema: {
+          tags,
+          operationId: get.operationId,
+          description: get.description,
+          security: optionalSecurity,
+          summary: get.summary,
+          params: get.params,
+          response: {
+            200: ref(get.response),
+            304: NotModified,
+            ...errorResponses('ValidationFailed', 'PostNotFound', 'ResourceNotFound', 'InvalidCredentials', 'UserIsBanned')
+          }
+        }
+      },
+      async request => {
+        const params = request.params as Record<string, string>
+        return get.run(fastify.db, params.postId, params[idParam], callerId(request))
       }
-    }, async (request) => {
-      const params = request.params as Record<string, string>
-      return get.run(fastify.db, params.postId, params[idParam], callerId(request))
-    })
+    )
 
     await fastify.register(writes)
   }

@@ -11,63 +11,78 @@ const tags = ['posts']
 const creatorOf = (post: Post) => post.creator.id
 
 /** Posts: public reads, writes by creators (create) and owners (change) in an authenticated group. */
-const posts: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.get('/posts', {
-    schema: {
-      tags,
-      operationId: 'listPosts',
-      description: 'Anyone: published posts (published_at in the past), newest activity first, filtered by type, tags (all of them) and ' +
-        'creator. Changes nothing.',
-      summary: 'Published posts, newest activity first; filters type, tags (all of), creator_id',
-      querystring: PostListQuery,
-      response: { 200: ref(PostList), ...errorResponses('ValidationFailed') }
+const posts: FastifyPluginAsyncTypebox = async fastify => {
+  fastify.get(
+    '/posts',
+    {
+      schema: {
+        tags,
+        operationId: 'listPosts',
+        description:
+          'Anyone: published posts (published_at in the past), newest activity first, filtered by type, tags (all of them) and ' +
+          'creator. Changes nothing.',
+        summary: 'Published posts, newest activity first; filters type, tags (all of), creator_id',
+        querystring: PostListQuery,
+        response: { 200: ref(PostList), ...errorResponses('ValidationFailed') }
+      }
+    },
+    async (request, reply) => {
+      const { posts, total } = await listPosts(fastify.db, request.query)
+      return listReply(request, reply, 'posts', posts, total, request.query)
     }
-  }, async (request, reply) => {
-    const { posts, total } = await listPosts(fastify.db, request.query)
-    return listReply(request, reply, 'posts', posts, total, request.query)
-  })
+  )
 
-  fastify.get('/posts/:postId', {
-    onRequest: fastify.authenticateIfToken,
-    config: { etag: true },
-    schema: {
-      tags,
-      operationId: 'getPost',
-      description: 'Anyone for a published post; with a token, its creator for a draft or scheduled post too (everyone else gets 404). Changes nothing.',
-      security: optionalSecurity,
-      summary: 'One post; a draft or scheduled post only for its creator (others get 404)',
-      params: PostParams,
-      response: { 200: ref(Post), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
-    }
-  }, async (request) => getPost(fastify.db, request.params.postId, callerId(request)))
+  fastify.get(
+    '/posts/:postId',
+    {
+      onRequest: fastify.authenticateIfToken,
+      config: { etag: true },
+      schema: {
+        tags,
+        operationId: 'getPost',
+        description:
+          'Anyone for a published post; with a token, its creator for a draft or scheduled post too (everyone else gets 404). Changes nothing.',
+        security: optionalSecurity,
+        summary: 'One post; a draft or scheduled post only for its creator (others get 404)',
+        params: PostParams,
+        response: { 200: ref(Post), 304: NotModified, ...errorResponses('ValidationFailed', 'PostNotFound', 'InvalidCredentials', 'UserIsBanned') }
+      }
+    },
+    async request => getPost(fastify.db, request.params.postId, callerId(request))
+  )
 
   await fastify.register(writes)
 }
 
-const writes: FastifyPluginAsyncTypebox = async (fastify) => {
+const writes: FastifyPluginAsyncTypebox = async fastify => {
   fastify.addHook('onRequest', fastify.authenticate)
 
-  fastify.post('/posts', {
-    onRequest: fastify.requireCreator,
-    config: { idempotent: true },
-    schema: {
-      tags,
-      security,
-      operationId: 'createPost',
-      description: 'Active creators: creates a post owned by the caller. The slug is derived from the title when absent (409 when the ' +
-        'caller already has it); published_at absent means now, a future time schedules it, null keeps a draft.',
-      summary: 'Create a post (active creators)',
-      headers: IdempotencyHeaders,
-      body: ref(PostCreate),
-      response: {
-        201: ref(Post),
-        ...errorResponses(...authErrors, 'UserNotCreator', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict')
+  fastify.post(
+    '/posts',
+    {
+      onRequest: fastify.requireCreator,
+      config: { idempotent: true },
+      schema: {
+        tags,
+        security,
+        operationId: 'createPost',
+        description:
+          'Active creators: creates a post owned by the caller. The slug is derived from the title when absent (409 when the ' +
+          'caller already has it); published_at absent means now, a future time schedules it, null keeps a draft.',
+        summary: 'Create a post (active creators)',
+        headers: IdempotencyHeaders,
+        body: ref(PostCreate),
+        response: {
+          201: ref(Post),
+          ...errorResponses(...authErrors, 'UserNotCreator', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict')
+        }
       }
+    },
+    async (request, reply) => {
+      const post = await createPost(fastify.db, request.user.id, request.body)
+      return created(reply, `/v1/posts/${post.id}`, post)
     }
-  }, async (request, reply) => {
-    const post = await createPost(fastify.db, request.user.id, request.body)
-    return created(reply, `/v1/posts/${post.id}`, post)
-  })
+  )
 
   registerUpdates(fastify, {
     url: '/posts/:postId',
@@ -76,17 +91,29 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     body: PostUpdate,
     patchBody: PostPatch,
     response: Post,
-    errors: [...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed', 'MalformedBody', 'UnsupportedMediaType', 'Conflict', 'PreconditionFailed'],
+    errors: [
+      ...authErrors,
+      'UserNotOwner',
+      'UserNotCreator',
+      'PostNotFound',
+      'ValidationFailed',
+      'MalformedBody',
+      'UnsupportedMediaType',
+      'Conflict',
+      'PreconditionFailed'
+    ],
     put: {
       operationId: 'updatePost',
-      description: 'The post\'s creator only, while still a creator (others 403): replaces the writable fields; ' +
+      description:
+        "The post's creator only, while still a creator (others 403): replaces the writable fields; " +
         'an absent slug or published_at keeps the stored value. Moves the post up the default order. ' +
         'A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the writable fields of a post (owner); moves it up the default order'
     },
     patch: {
       operationId: 'patchPost',
-      description: 'The post\'s creator only, while still a creator (others 403): ' +
+      description:
+        "The post's creator only, while still a creator (others 403): " +
         'merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; ' +
         'null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a ' +
         'draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the ' +
@@ -98,22 +125,27 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     run: (request, _reply, change) => updatePost(fastify.db, request.params.postId, request.user.id, change, request.owned)
   })
 
-  fastify.delete('/posts/:postId', {
-    config: { owner: { of: creatorOf } },
-    schema: {
-      tags,
-      security,
-      operationId: 'deletePost',
-      description: 'The post\'s creator only (others 403): deletes the post with its reviews and comments. A stale If-Match is 412 and changes nothing.',
-      summary: 'Delete a post with its reviews and comments (owner)',
-      params: PostParams,
-      headers: IfMatchHeaders,
-      response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
+  fastify.delete(
+    '/posts/:postId',
+    {
+      config: { owner: { of: creatorOf } },
+      schema: {
+        tags,
+        security,
+        operationId: 'deletePost',
+        description:
+          "The post's creator only (others 403): deletes the post with its reviews and comments. A stale If-Match is 412 and changes nothing.",
+        summary: 'Delete a post with its reviews and comments (owner)',
+        params: PostParams,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...errorResponses(...authErrors, 'UserNotOwner', 'PostNotFound', 'ValidationFailed', 'PreconditionFailed') }
+      }
+    },
+    async (request, reply) => {
+      await deletePost(fastify.db, request.params.postId, request.user.id, request.owned)
+      return reply.code(204).send(null)
     }
-  }, async (request, reply) => {
-    await deletePost(fastify.db, request.params.postId, request.user.id, request.owned)
-    return reply.code(204).send(null)
-  })
+  )
 }
 
 export default posts

@@ -3,12 +3,33 @@ import { IdempotencyHeaders, IfMatchHeaders, NoContent, NotModified, ref } from 
 import { errorResponses } from '../../../schemas/problems.js'
 import type { Product as ProductT, Shop as ShopT } from '../../../schemas/shops.js'
 import {
-  Product, ProductList, ProductListQuery, ProductParams, ProductPatch, ProductWrite, Shop, ShopList, ShopListQuery, ShopParams, ShopPatch, ShopWrite
+  Product,
+  ProductList,
+  ProductListQuery,
+  ProductParams,
+  ProductPatch,
+  ProductWrite,
+  Shop,
+  ShopList,
+  ShopListQuery,
+  ShopParams,
+  ShopPatch,
+  ShopWrite
 } from '../../../schemas/shops.js'
 import { created, listReply } from '../replies.js'
 import {
-  createProduct, createShop, deleteProduct, deleteShop, getProduct, getShop, listProducts, listShops, productFields, shopFields,
-  updateProduct, updateShop
+  createProduct,
+  createShop,
+  deleteProduct,
+  deleteShop,
+  getProduct,
+  getShop,
+  listProducts,
+  listShops,
+  productFields,
+  shopFields,
+  updateProduct,
+  updateShop
 } from '../../domain/shops.js'
 import { authErrors, security } from '../guards.js'
 import { registerUpdates } from '../updates.js'
@@ -17,52 +38,82 @@ const tags = ['shops']
 const ownerOfShop = (shop: ShopT) => shop.owner.id
 
 /** Shops and products: anyone reads; creators open shops; the shop's owner writes (group below). */
-const shops: FastifyPluginAsyncTypebox = async (fastify) => {
+const shops: FastifyPluginAsyncTypebox = async fastify => {
   const { db } = fastify
 
-  fastify.get('/shops', {
-    schema: { tags, operationId: 'listShops', description: 'Anyone: every shop, filtered by owner. Changes nothing.', summary: 'All shops', querystring: ShopListQuery, response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') } }
-  }, async (request, reply) => {
-    const { items, total } = await listShops(db, request.query, request.query)
-    return listReply(request, reply, 'shops', items, total, request.query)
-  })
-
-  fastify.get('/shops/:shopId', {
-    config: { etag: true },
-    schema: { tags, operationId: 'getShop', description: 'Anyone: one shop. Changes nothing.', summary: 'One shop', params: ShopParams, response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') } }
-  }, async (request) => getShop(db, request.params.shopId))
-
-  fastify.get('/shops/:shopId/products', {
-    schema: {
-      tags,
-      operationId: 'listProducts',
-      description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.',
-      summary: 'The products of a shop',
-      params: ShopParams,
-      querystring: ProductListQuery,
-      response: { 200: ref(ProductList), ...errorResponses('ValidationFailed', 'ShopNotFound') }
+  fastify.get(
+    '/shops',
+    {
+      schema: {
+        tags,
+        operationId: 'listShops',
+        description: 'Anyone: every shop, filtered by owner. Changes nothing.',
+        summary: 'All shops',
+        querystring: ShopListQuery,
+        response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') }
+      }
+    },
+    async (request, reply) => {
+      const { items, total } = await listShops(db, request.query, request.query)
+      return listReply(request, reply, 'shops', items, total, request.query)
     }
-  }, async (request, reply) => {
-    const { items, total } = await listProducts(db, request.params.shopId, request.query, request.query)
-    return listReply(request, reply, 'products', items, total, request.query)
-  })
+  )
 
-  fastify.get('/shops/:shopId/products/:productId', {
-    config: { etag: true },
-    schema: {
-      tags,
-      operationId: 'getProduct',
-      description: 'Anyone: one product of a shop. Changes nothing.',
-      summary: 'One product of a shop',
-      params: ProductParams,
-      response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
+  fastify.get(
+    '/shops/:shopId',
+    {
+      config: { etag: true },
+      schema: {
+        tags,
+        operationId: 'getShop',
+        description: 'Anyone: one shop. Changes nothing.',
+        summary: 'One shop',
+        params: ShopParams,
+        response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') }
+      }
+    },
+    async request => getShop(db, request.params.shopId)
+  )
+
+  fastify.get(
+    '/shops/:shopId/products',
+    {
+      schema: {
+        tags,
+        operationId: 'listProducts',
+        description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.',
+        summary: 'The products of a shop',
+        params: ShopParams,
+        querystring: ProductListQuery,
+        response: { 200: ref(ProductList), ...errorResponses('ValidationFailed', 'ShopNotFound') }
+      }
+    },
+    async (request, reply) => {
+      const { items, total } = await listProducts(db, request.params.shopId, request.query, request.query)
+      return listReply(request, reply, 'products', items, total, request.query)
     }
-  }, async (request) => getProduct(db, request.params.shopId, request.params.productId))
+  )
+
+  fastify.get(
+    '/shops/:shopId/products/:productId',
+    {
+      config: { etag: true },
+      schema: {
+        tags,
+        operationId: 'getProduct',
+        description: 'Anyone: one product of a shop. Changes nothing.',
+        summary: 'One product of a shop',
+        params: ProductParams,
+        response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
+      }
+    },
+    async request => getProduct(db, request.params.shopId, request.params.productId)
+  )
 
   await fastify.register(writes)
 }
 
-const writes: FastifyPluginAsyncTypebox = async (fastify) => {
+const writes: FastifyPluginAsyncTypebox = async fastify => {
   fastify.addHook('onRequest', fastify.authenticate)
   const { db } = fastify
   // changing a shop or product needs creator rights still, deleting it only ownership
@@ -70,23 +121,27 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
   const ownProduct = { of: ({ shop }: { shop: ShopT }) => shop.owner.id, item: ({ product }: { product: ProductT }) => product }
   const auth = [...authErrors, 'ValidationFailed'] as const
 
-  fastify.post('/shops', {
-    config: { idempotent: true },
-    onRequest: fastify.requireCreator,
-    schema: {
-      tags,
-      security,
-      operationId: 'createShop',
-      description: 'Active creators: opens a shop owned by the caller.',
-      summary: 'Open a shop (creators)',
-      headers: IdempotencyHeaders,
-      body: ref(ShopWrite),
-      response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }
+  fastify.post(
+    '/shops',
+    {
+      config: { idempotent: true },
+      onRequest: fastify.requireCreator,
+      schema: {
+        tags,
+        security,
+        operationId: 'createShop',
+        description: 'Active creators: opens a shop owned by the caller.',
+        summary: 'Open a shop (creators)',
+        headers: IdempotencyHeaders,
+        body: ref(ShopWrite),
+        response: { 201: ref(Shop), ...errorResponses(...auth, 'UserNotCreator', 'Conflict') }
+      }
+    },
+    async (request, reply) => {
+      const shop = await createShop(db, request.user.id, request.body)
+      return created(reply, `/v1/shops/${shop.id}`, shop)
     }
-  }, async (request, reply) => {
-    const shop = await createShop(db, request.user.id, request.body)
-    return created(reply, `/v1/shops/${shop.id}`, shop)
-  })
+  )
 
   registerUpdates(fastify, {
     url: '/shops/:shopId',
@@ -98,13 +153,15 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateShop',
-      description: 'The shop\'s owner only, while still a creator (others 403): replaces its name and description. ' +
+      description:
+        "The shop's owner only, while still a creator (others 403): replaces its name and description. " +
         'A stale If-Match is 412 and changes nothing.',
-      summary: 'Replace a shop\'s writable fields (owner)'
+      summary: "Replace a shop's writable fields (owner)"
     },
     patch: {
       operationId: 'patchShop',
-      description: 'The shop\'s owner only, while still a creator (others 403): ' +
+      description:
+        "The shop's owner only, while still a creator (others 403): " +
         'merges a JSON Merge Patch (RFC 7396) into its name and description: ' +
         'a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. ' +
         'The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
@@ -115,41 +172,49 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     run: (request, _reply, change) => updateShop(db, request.params.shopId, change, request.owned)
   })
 
-  fastify.delete('/shops/:shopId', {
-    config: { owner: ownShop },
-    schema: {
-      tags,
-      security,
-      operationId: 'deleteShop',
-      description: 'The shop\'s owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.',
-      summary: 'Close a shop and remove its products (owner)',
-      params: ShopParams,
-      headers: IfMatchHeaders,
-      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
+  fastify.delete(
+    '/shops/:shopId',
+    {
+      config: { owner: ownShop },
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteShop',
+        description: "The shop's owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.",
+        summary: 'Close a shop and remove its products (owner)',
+        params: ShopParams,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'PreconditionFailed') }
+      }
+    },
+    async (request, reply) => {
+      await deleteShop(db, request.params.shopId, request.owned)
+      return reply.code(204).send(null)
     }
-  }, async (request, reply) => {
-    await deleteShop(db, request.params.shopId, request.owned)
-    return reply.code(204).send(null)
-  })
+  )
 
-  fastify.post('/shops/:shopId/products', {
-    config: { idempotent: true, owner: { ...ownShop, creator: true } },
-    schema: {
-      tags,
-      security,
-      operationId: 'createProduct',
-      description: 'The shop\'s owner only, while still a creator: adds a product to the shop.',
-      summary: 'Add a product to a shop (owner)',
-      params: ShopParams,
-      headers: IdempotencyHeaders,
-      body: ref(ProductWrite),
-      response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'Conflict') }
+  fastify.post(
+    '/shops/:shopId/products',
+    {
+      config: { idempotent: true, owner: { ...ownShop, creator: true } },
+      schema: {
+        tags,
+        security,
+        operationId: 'createProduct',
+        description: "The shop's owner only, while still a creator: adds a product to the shop.",
+        summary: 'Add a product to a shop (owner)',
+        params: ShopParams,
+        headers: IdempotencyHeaders,
+        body: ref(ProductWrite),
+        response: { 201: ref(Product), ...errorResponses(...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'Conflict') }
+      }
+    },
+    async (request, reply) => {
+      const shop = request.owned(await getShop(db, request.params.shopId))
+      const product = await createProduct(db, shop.id, request.body)
+      return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
     }
-  }, async (request, reply) => {
-    const shop = request.owned(await getShop(db, request.params.shopId))
-    const product = await createProduct(db, shop.id, request.body)
-    return created(reply, `/v1/shops/${shop.id}/products/${product.id}`, product)
-  })
+  )
 
   registerUpdates(fastify, {
     url: '/shops/:shopId/products/:productId',
@@ -161,12 +226,14 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateProduct',
-      description: 'The shop\'s owner only, while still a creator: replaces the product\'s writable fields. A stale If-Match is 412 and changes nothing.',
-      summary: 'Replace a product\'s writable fields (shop owner)'
+      description:
+        "The shop's owner only, while still a creator: replaces the product's writable fields. A stale If-Match is 412 and changes nothing.",
+      summary: "Replace a product's writable fields (shop owner)"
     },
     patch: {
       operationId: 'patchProduct',
-      description: 'The shop\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product\'s writable ' +
+      description:
+        "The shop's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product's writable " +
         'fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an ' +
         'absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. ' +
         'A stale If-Match is 412 and changes nothing.',
@@ -177,22 +244,26 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     run: (request, _reply, change) => updateProduct(db, request.params.shopId, request.params.productId, change, request.owned)
   })
 
-  fastify.delete('/shops/:shopId/products/:productId', {
-    config: { owner: ownProduct },
-    schema: {
-      tags,
-      security,
-      operationId: 'deleteProduct',
-      description: 'The shop\'s owner only: removes the product. A stale If-Match is 412 and changes nothing.',
-      summary: 'Remove a product (shop owner)',
-      params: ProductParams,
-      headers: IfMatchHeaders,
-      response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
+  fastify.delete(
+    '/shops/:shopId/products/:productId',
+    {
+      config: { owner: ownProduct },
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteProduct',
+        description: "The shop's owner only: removes the product. A stale If-Match is 412 and changes nothing.",
+        summary: 'Remove a product (shop owner)',
+        params: ProductParams,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...errorResponses(...auth, 'UserNotOwner', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed') }
+      }
+    },
+    async (request, reply) => {
+      await deleteProduct(db, request.params.shopId, request.params.productId, request.owned)
+      return reply.code(204).send(null)
     }
-  }, async (request, reply) => {
-    await deleteProduct(db, request.params.shopId, request.params.productId, request.owned)
-    return reply.code(204).send(null)
-  })
+  )
 }
 
 export default shops

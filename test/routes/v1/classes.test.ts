@@ -17,16 +17,26 @@ async function addStudent (app: FastifyInstance, owner: TestUser, classId: strin
   return json(res)
 }
 
-t.test('POST /v1/classes: a creator opens a class, optionally for one of their courses', async (t) => {
+t.test('POST /v1/classes: a creator opens a class, optionally for one of their courses', async t => {
   const app = await build(t)
   const owner = await createCreator(app, { firstName: 'Ada', lastName: 'L' })
   const other = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
-  const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'Evening', course_id: course, starts_date: '2026-12-01' } })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/classes',
+    headers: owner.headers,
+    payload: { name: 'Evening', course_id: course, starts_date: '2026-12-01' }
+  })
   t.equal(res.statusCode, 201)
   const cls = json(res)
   t.equal(res.headers.location, `/v1/classes/${cls.id}`)
-  t.match(cls, { name: 'Evening', course_id: course, starts_date: '2026-12-01', owner: { id: owner.id, first_name: 'Ada', last_name: 'L', username: owner.username } })
+  t.match(cls, {
+    name: 'Evening',
+    course_id: course,
+    starts_date: '2026-12-01',
+    owner: { id: owner.id, first_name: 'Ada', last_name: 'L', username: owner.username }
+  })
   t.notOk('email' in cls.owner)
   const bare = await openClass(app, owner, { name: 'Bare' })
   t.equal(bare.course_id, null)
@@ -41,12 +51,19 @@ t.test('POST /v1/classes: a creator opens a class, optionally for one of their c
   const othersCourse = await app.inject({ method: 'POST', url: '/v1/classes', headers: other.headers, payload: { name: 'x', course_id: course } })
   t.equal(othersCourse.statusCode, 403)
   t.equal(json(othersCourse).code, 'UserNotOwner')
-  for (const payload of [{}, { name: '' }, { name: 'x', starts_date: '2026-13-01' }, { name: 'x', starts_date: '2026-12-01T00:00:00Z' }, { name: 'x', course_id: 'nope' }, { name: 'x', extra: 1 }]) {
+  for (const payload of [
+    {},
+    { name: '' },
+    { name: 'x', starts_date: '2026-13-01' },
+    { name: 'x', starts_date: '2026-12-01T00:00:00Z' },
+    { name: 'x', course_id: 'nope' },
+    { name: 'x', extra: 1 }
+  ]) {
     t.equal((await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
   }
 })
 
-t.test('POST /v1/classes: another creator\'s draft or scheduled course answers exactly as a missing one', async (t) => {
+t.test("POST /v1/classes: another creator's draft or scheduled course answers exactly as a missing one", async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -63,7 +80,10 @@ t.test('POST /v1/classes: another creator\'s draft or scheduled course answers e
   const missingId = randomUUID()
   const missing = await post(other, missingId)
   t.equal(missing.statusCode, 422)
-  for (const [name, id] of [['draft', draft], ['scheduled', scheduled]]) {
+  for (const [name, id] of [
+    ['draft', draft],
+    ['scheduled', scheduled]
+  ]) {
     const res = await post(other, id)
     t.equal(res.statusCode, missing.statusCode, name)
     t.same(res.headers['content-type'], missing.headers['content-type'], name)
@@ -75,7 +95,7 @@ t.test('POST /v1/classes: another creator\'s draft or scheduled course answers e
   t.equal(json(othersPublished).code, 'UserNotOwner')
 })
 
-t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on every database', async (t) => {
+t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on every database', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const dates = ['0001-01-01', '0004-02-29', '0099-12-31', '0100-01-01', '1999-12-31', '9999-12-31']
@@ -85,7 +105,11 @@ t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on 
     t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}`, headers: owner.headers })).starts_date, date, `${date}: read back`)
   }
   const list = json(await app.inject({ method: 'GET', url: `/v1/classes?owner_id=${owner.id}&sort=starts_date&limit=100`, headers: owner.headers }))
-  t.same(list.classes.map((c: { starts_date: string }) => c.starts_date), dates, 'sorted by their true year')
+  t.same(
+    list.classes.map((c: { starts_date: string }) => c.starts_date),
+    dates,
+    'sorted by their true year'
+  )
   for (const date of ['0000-01-01', '0000-12-31', '0100-02-29', '10000-01-01']) {
     const res = await app.inject({ method: 'POST', url: '/v1/classes', headers: owner.headers, payload: { name: 'x', starts_date: date } })
     t.equal(res.statusCode, 422, date)
@@ -93,7 +117,7 @@ t.test('starts_date: years 0001 to 9999 round-trip exactly; year 0000 is 422 on 
   }
 })
 
-t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned users', async (t) => {
+t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned users', async t => {
   const app = await build(t)
   const user = await createUser(app)
   const banned = await createCreator(app, { active: false })
@@ -102,13 +126,13 @@ t.test('POST /v1/classes: 401 without a token, 403 for non-creators and banned u
   t.equal(json(await app.inject({ method: 'POST', url: '/v1/classes', headers: banned.headers, payload: { name: 'x' } })).code, 'UserIsBanned')
 })
 
-t.test('POST /v1/classes honours Idempotency-Key', async (t) => {
+t.test('POST /v1/classes honours Idempotency-Key', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   await checkReplay(t, app, '/v1/classes', owner, { name: 'Once' })
 })
 
-t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, sort, ETag, 404', async (t) => {
+t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, sort, ETag, 404', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -120,7 +144,8 @@ t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, 
   const c = await openClass(app, other, { name: 'c' })
   t.equal((await app.inject({ method: 'GET', url: '/v1/classes' })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'GET', url: '/v1/classes', headers: banned.headers })).code, 'UserIsBanned')
-  const names = async (q: string) => json(await app.inject({ method: 'GET', url: `/v1/classes?${q}`, headers: reader.headers })).classes.map((x: any) => x.name)
+  const names = async (q: string) =>
+    json(await app.inject({ method: 'GET', url: `/v1/classes?${q}`, headers: reader.headers })).classes.map((x: any) => x.name)
   t.same(await names('sort=name'), ['a', 'b', 'c'])
   t.same(await names('sort=starts_date'), ['a', 'b', 'c'], 'a class without a date sorts last')
   t.same(await names(`owner_id=${owner.id}&sort=-name`), ['b', 'a'])
@@ -134,12 +159,16 @@ t.test('GET /v1/classes and /v1/classes/{classId}: any signed-in user; filters, 
   const one = await app.inject({ method: 'GET', url: `/v1/classes/${c.id}`, headers: reader.headers })
   t.equal(one.statusCode, 200)
   t.same(json(one), c)
-  t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${c.id}`, headers: { ...reader.headers, 'if-none-match': one.headers.etag as string } })).statusCode, 304)
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/v1/classes/${c.id}`, headers: { ...reader.headers, 'if-none-match': one.headers.etag as string } }))
+      .statusCode,
+    304
+  )
   t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${c.id}` })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}`, headers: reader.headers })).code, 'ClassNotFound')
 })
 
-t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists and reads but its creator\'s, as if missing', async (t) => {
+t.test("a draft or scheduled course's classes: hidden from everyone's lists and reads but its creator's, as if missing", async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -156,7 +185,7 @@ t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists an
   const list = async (user: TestUser, q = '') => json(await get(user, `/v1/classes?sort=name${q}`))
   const names = (page: { classes: Array<{ name: string }> }) => page.classes.map(c => c.name)
 
-  t.same(names(await list(owner)), ['bare', 'draft', 'published', 'scheduled'], 'the course\'s creator sees every class')
+  t.same(names(await list(owner)), ['bare', 'draft', 'published', 'scheduled'], "the course's creator sees every class")
   t.equal(json(await get(owner, `/v1/classes/${inDraft.id}`)).course_id, draft, 'and reads one of a draft course')
   const missingCourse = await list(other, `&course_id=${randomUUID()}`)
   for (const user of [other, reader]) {
@@ -164,7 +193,10 @@ t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists an
     t.same(names(all), ['bare', 'published'], 'anyone else: not listed')
     t.equal(all.total, 2, 'nor counted')
     t.same(names(await list(user, `&owner_id=${owner.id}`)), ['bare', 'published'], 'nor listed by owner')
-    for (const [name, course] of [['draft', draft], ['scheduled', scheduled]]) {
+    for (const [name, course] of [
+      ['draft', draft],
+      ['scheduled', scheduled]
+    ]) {
       t.same(await list(user, `&course_id=${course}`), missingCourse, `${name}: by course, the answer of a missing course`)
     }
     for (const cls of [inDraft, inScheduled]) {
@@ -175,19 +207,28 @@ t.test('a draft or scheduled course\'s classes: hidden from everyone\'s lists an
         t.equal(res.statusCode, 404, `${cls.name}${path}: 404, not 403`)
         t.same(json(res), JSON.parse(missing.body.replaceAll(missingId, cls.id)), `${cls.name}${path}: the body of a missing class`)
       }
-      const add = await app.inject({ method: 'POST', url: `/v1/classes/${cls.id}/students`, headers: user.headers, payload: { first_name: 'Eve', sex: 'F' } })
+      const add = await app.inject({
+        method: 'POST',
+        url: `/v1/classes/${cls.id}/students`,
+        headers: user.headers,
+        payload: { first_name: 'Eve', sex: 'F' }
+      })
       t.equal(json(add).code, 'ClassNotFound', `${cls.name}: adding a student is 404 too`)
     }
   }
 
   // Once the course is out, its classes are everyone's to see.
-  await app.db.updateTable('post').set({ published_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', draft).execute()
+  await app.db
+    .updateTable('post')
+    .set({ published_at: new Date(Date.now() - 1000).toISOString() })
+    .where('id', '=', draft)
+    .execute()
   t.same(names(await list(reader)), ['bare', 'draft', 'published'])
   t.equal((await get(reader, `/v1/classes/${inDraft.id}`)).statusCode, 200)
-  t.equal(json(await get(reader, `/v1/classes/${inDraft.id}/students`)).code, 'UserNotOwner', 'students stay the owner\'s')
+  t.equal(json(await get(reader, `/v1/classes/${inDraft.id}/students`)).code, 'UserNotOwner', "students stay the owner's")
 })
 
-t.test('POST /v1/classes/{classId}/students: class owner only; validation', async (t) => {
+t.test('POST /v1/classes/{classId}/students: class owner only; validation', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -198,7 +239,10 @@ t.test('POST /v1/classes/{classId}/students: class owner only; validation', asyn
   t.equal((await app.inject({ method: 'POST', url, payload: body })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: body })).code, 'UserNotOwner')
   t.equal(json(await app.inject({ method: 'POST', url, headers: banned.headers, payload: body })).code, 'UserIsBanned')
-  t.equal(json(await app.inject({ method: 'POST', url: `/v1/classes/${randomUUID()}/students`, headers: owner.headers, payload: body })).code, 'ClassNotFound')
+  t.equal(
+    json(await app.inject({ method: 'POST', url: `/v1/classes/${randomUUID()}/students`, headers: owner.headers, payload: body })).code,
+    'ClassNotFound'
+  )
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload: body })
   t.equal(res.statusCode, 201)
   const student = json(res)
@@ -206,30 +250,48 @@ t.test('POST /v1/classes/{classId}/students: class owner only; validation', asyn
   t.match(student, { class_id: cls.id, first_name: 'Grace', last_name: null, sex: 'F', email: null })
   const full = await addStudent(app, owner, cls.id, { first_name: 'x'.repeat(128), last_name: 'Hopper', sex: 'X', email: 'g@example.com' })
   t.equal(full.email, 'g@example.com')
-  for (const bad of [{ first_name: '' }, { first_name: 'x'.repeat(129) }, { sex: 'f' }, { sex: 'Q' }, { sex: undefined }, { first_name: undefined },
-    { email: 'not-an-email' }, { class_id: cls.id }]) {
+  for (const bad of [
+    { first_name: '' },
+    { first_name: 'x'.repeat(129) },
+    { sex: 'f' },
+    { sex: 'Q' },
+    { sex: undefined },
+    { first_name: undefined },
+    { email: 'not-an-email' },
+    { class_id: cls.id }
+  ]) {
     const r = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { ...body, ...bad } })
     t.equal(r.statusCode, 422, JSON.stringify(bad))
   }
   const badSex = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { ...body, sex: 'Q' } })
-  t.same(json(badSex).errors.map((e: any) => e.field), ['/sex'], 'one clear error for a bad sex')
+  t.same(
+    json(badSex).errors.map((e: any) => e.field),
+    ['/sex'],
+    'one clear error for a bad sex'
+  )
 })
 
-t.test('POST /v1/classes/{classId}/students honours Idempotency-Key', async (t) => {
+t.test('POST /v1/classes/{classId}/students honours Idempotency-Key', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const cls = await openClass(app, owner)
   await checkReplay(t, app, `/v1/classes/${cls.id}/students`, owner, { first_name: 'A', sex: 'M' })
 })
 
-t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging forms, Link in the form used', async (t) => {
+t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging forms, Link in the form used', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const cls = await openClass(app, owner)
   const otherClass = await openClass(app, owner, { name: 'other' })
   await addStudent(app, owner, otherClass.id, { first_name: 'elsewhere', sex: 'F' })
-  for (const [first, sex] of [['a', 'F'], ['b', 'M'], ['c', 'F'], ['d', 'X'], ['e', 'F']]) await addStudent(app, owner, cls.id, { first_name: first, sex })
+  for (const [first, sex] of [
+    ['a', 'F'],
+    ['b', 'M'],
+    ['c', 'F'],
+    ['d', 'X'],
+    ['e', 'F']
+  ]) { await addStudent(app, owner, cls.id, { first_name: first, sex }) }
   const url = `/v1/classes/${cls.id}/students`
   const get = (q: string, user = owner) => app.inject({ method: 'GET', url: `${url}?${q}`, headers: user.headers })
   t.equal((await app.inject({ method: 'GET', url })).statusCode, 401)
@@ -244,7 +306,10 @@ t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging 
   t.same(await names('sort=-first_name&limit=2'), ['e', 'd'])
 
   const offsetForm = await get('sort=first_name&limit=2&offset=2')
-  t.same(json(offsetForm).students.map((s: any) => s.first_name), ['c', 'd'])
+  t.same(
+    json(offsetForm).students.map((s: any) => s.first_name),
+    ['c', 'd']
+  )
   t.equal(json(offsetForm).total, 5)
   t.match(offsetForm.headers.link, /limit=2&offset=4>; rel="next"/)
   t.match(offsetForm.headers.link, /limit=2&offset=0>; rel="prev"/)
@@ -252,7 +317,10 @@ t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging 
 
   const pageForm = await get('sort=first_name&page=2&count=2')
   t.equal(pageForm.statusCode, 200)
-  t.same(json(pageForm).students.map((s: any) => s.first_name), ['c', 'd'])
+  t.same(
+    json(pageForm).students.map((s: any) => s.first_name),
+    ['c', 'd']
+  )
   t.equal(json(pageForm).total, 5)
   t.match(pageForm.headers.link, /page=3&count=2>; rel="next"/)
   t.match(pageForm.headers.link, /page=1&count=2>; rel="prev"/)
@@ -279,7 +347,7 @@ t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging 
   }
 })
 
-t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other class 404', async (t) => {
+t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other class 404', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -296,11 +364,14 @@ t.test('GET /v1/classes/{classId}/students/{studentId}: owner only, ETag, other 
   const wrong = await app.inject({ method: 'GET', url: `/v1/classes/${otherClass.id}/students/${student.id}`, headers: owner.headers })
   t.equal(wrong.statusCode, 404)
   t.equal(json(wrong).code, 'StudentNotFound')
-  t.equal(json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}/students/${student.id}`, headers: owner.headers })).code, 'ClassNotFound')
+  t.equal(
+    json(await app.inject({ method: 'GET', url: `/v1/classes/${randomUUID()}/students/${student.id}`, headers: owner.headers })).code,
+    'ClassNotFound'
+  )
   t.equal((await app.inject({ method: 'GET', url: `/v1/classes/${cls.id}/students/nope`, headers: owner.headers })).statusCode, 422)
 })
 
-t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden), stale If-Match 412, bad bodies 422', async (t) => {
+t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden), stale If-Match 412, bad bodies 422', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -313,8 +384,11 @@ t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden
 
   const put = await write(app, 'PUT', url, owner, { name: 'Morning', course_id: course }, before.headers.etag)
   t.equal(put.statusCode, 200)
-  t.match(json(put), { id: cls.id, name: 'Morning', course_id: course, starts_date: null, owner: { id: owner.id } },
-    'PUT replaces: an absent start date is null')
+  t.match(
+    json(put),
+    { id: cls.id, name: 'Morning', course_id: course, starts_date: null, owner: { id: owner.id } },
+    'PUT replaces: an absent start date is null'
+  )
   t.equal((await read()).headers.etag, put.headers.etag)
   const stale = await write(app, 'PATCH', url, owner, { name: 'x' }, before.headers.etag)
   t.equal(stale.statusCode, 412)
@@ -326,7 +400,7 @@ t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden
     const res = await app.inject({ method: 'PATCH', url, headers: owner.headers, payload })
     t.equal(res.statusCode, 422, JSON.stringify(payload))
   }
-  t.equal(json(await write(app, 'PATCH', url, owner, { course_id: othersCourse })).code, 'UserNotOwner', 'another creator\'s course')
+  t.equal(json(await write(app, 'PATCH', url, owner, { course_id: othersCourse })).code, 'UserNotOwner', "another creator's course")
   t.match(json(await read()), { name: 'Morning', course_id: course, starts_date: null }, 'nothing written by the refused requests')
 
   const patched = await write(app, 'PATCH', url, owner, { course_id: null, starts_date: '2027-01-11' })
@@ -340,7 +414,7 @@ t.test('PUT and PATCH a class: the owner changes it; others 403 (404 when hidden
   t.equal(json(res).code, 'ClassNotFound')
 })
 
-t.test('DELETE /v1/classes/{classId}: the owner closes it and its students go in the same change; a second DELETE is 404', async (t) => {
+t.test('DELETE /v1/classes/{classId}: the owner closes it and its students go in the same change; a second DELETE is 404', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -360,14 +434,18 @@ t.test('DELETE /v1/classes/{classId}: the owner closes it and its students go in
   t.equal(res.body, '')
   t.equal(await total(), 1, 'the total is exact at once')
   const students = await app.db.selectFrom('student').select('first_name').execute()
-  t.same(students.map(s => s.first_name), ['D'], 'its students went, the other class\'s stayed')
+  t.same(
+    students.map(s => s.first_name),
+    ['D'],
+    "its students went, the other class's stayed"
+  )
   const again = await app.inject({ method: 'DELETE', url, headers: owner.headers })
   t.equal(again.statusCode, 404)
   t.equal(json(again).code, 'ClassNotFound')
   t.equal((await app.inject({ method: 'GET', url: `${url}/students`, headers: owner.headers })).statusCode, 404)
 })
 
-t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class owner only; If-Match; totals exact', async (t) => {
+t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class owner only; If-Match; totals exact', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -400,7 +478,10 @@ t.test('PUT, PATCH and DELETE /v1/classes/{classId}/students/{studentId}: class 
   const res = await app.inject({ method: 'DELETE', url, headers: { ...owner.headers, 'if-match': put.headers.etag as string } })
   t.equal(res.statusCode, 204)
   t.equal(res.body, '')
-  t.same((await list()).students.map((s: { first_name: string }) => s.first_name), ['Ann'])
+  t.same(
+    (await list()).students.map((s: { first_name: string }) => s.first_name),
+    ['Ann']
+  )
   t.equal((await list()).total, 1, 'the total is exact at once')
   t.equal(json(await app.inject({ method: 'DELETE', url, headers: owner.headers })).code, 'StudentNotFound', 'a second DELETE is 404')
 })

@@ -12,12 +12,17 @@ async function addChapter (app: FastifyInstance, owner: TestUser, courseId: stri
 }
 
 async function addLesson (app: FastifyInstance, owner: TestUser, courseId: string, chapterId: string, body: object) {
-  const res = await app.inject({ method: 'POST', url: `/v1/courses/${courseId}/chapters/${chapterId}/lessons`, headers: owner.headers, payload: body })
+  const res = await app.inject({
+    method: 'POST',
+    url: `/v1/courses/${courseId}/chapters/${chapterId}/lessons`,
+    headers: owner.headers,
+    payload: body
+  })
   if (res.statusCode !== 201) throw new Error(`lesson not created: ${res.body}`)
   return json(res)
 }
 
-t.test('GET /v1/courses/{courseId}: a COURSE post with its chapter count; ARTICLE, missing and others\' drafts are 404', async (t) => {
+t.test("GET /v1/courses/{courseId}: a COURSE post with its chapter count; ARTICLE, missing and others' drafts are 404", async t => {
   const app = await build(t)
   const owner = await createCreator(app, { firstName: 'Ada' })
   const reader = await createUser(app)
@@ -28,7 +33,10 @@ t.test('GET /v1/courses/{courseId}: a COURSE post with its chapter count; ARTICL
   const res = await app.inject({ method: 'GET', url: `/v1/courses/${course}` })
   t.equal(res.statusCode, 200)
   t.match(json(res), { id: course, type: 'COURSE', title: 'Learn', tags: ['x'], chapters_count: 1, creator: { id: owner.id, first_name: 'Ada' } })
-  t.equal((await app.inject({ method: 'GET', url: `/v1/courses/${course}`, headers: { 'if-none-match': res.headers.etag as string } })).statusCode, 304)
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/v1/courses/${course}`, headers: { 'if-none-match': res.headers.etag as string } })).statusCode,
+    304
+  )
   for (const id of [article, randomUUID()]) {
     const r = await app.inject({ method: 'GET', url: `/v1/courses/${id}` })
     t.equal(r.statusCode, 404)
@@ -39,7 +47,7 @@ t.test('GET /v1/courses/{courseId}: a COURSE post with its chapter count; ARTICL
   t.equal((await app.inject({ method: 'GET', url: '/v1/courses/nope' })).statusCode, 422)
 })
 
-t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or inserted at a position', async (t) => {
+t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or inserted at a position', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -50,8 +58,19 @@ t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or ins
   t.equal((await app.inject({ method: 'POST', url, payload: { title: 'x' } })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
   t.equal(json(await app.inject({ method: 'POST', url, headers: banned.headers, payload: { title: 'x' } })).code, 'UserIsBanned')
-  t.equal(json(await app.inject({ method: 'POST', url: `/v1/courses/${article}/chapters`, headers: owner.headers, payload: { title: 'x' } })).code, 'CourseNotFound')
-  for (const payload of [{}, { title: '' }, { title: 'x', position: 0 }, { title: 'x', position: 1.5 }, { title: 'x', position: 2 ** 53 }, { title: 'x', position: 1e308 }, { title: 'x', course_id: course }]) {
+  t.equal(
+    json(await app.inject({ method: 'POST', url: `/v1/courses/${article}/chapters`, headers: owner.headers, payload: { title: 'x' } })).code,
+    'CourseNotFound'
+  )
+  for (const payload of [
+    {},
+    { title: '' },
+    { title: 'x', position: 0 },
+    { title: 'x', position: 1.5 },
+    { title: 'x', position: 2 ** 53 },
+    { title: 'x', position: 1e308 },
+    { title: 'x', course_id: course }
+  ]) {
     t.equal((await app.inject({ method: 'POST', url, headers: owner.headers, payload })).statusCode, 422, JSON.stringify(payload))
   }
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload: { title: 'A' } })
@@ -64,18 +83,27 @@ t.test('POST /v1/courses/{courseId}/chapters: course owner only; appended or ins
   t.equal((await addChapter(app, owner, course, { title: 'Z', position: 99 })).position, 4, 'past the end: appended')
   t.equal((await addChapter(app, owner, course, { title: 'First', position: 1 })).position, 1)
   const list = json(await app.inject({ method: 'GET', url }))
-  t.same(list.chapters.map((c: any) => [c.title, c.position]), [['First', 1], ['A', 2], ['B', 3], ['C', 4], ['Z', 5]])
+  t.same(
+    list.chapters.map((c: any) => [c.title, c.position]),
+    [
+      ['First', 1],
+      ['A', 2],
+      ['B', 3],
+      ['C', 4],
+      ['Z', 5]
+    ]
+  )
   t.equal(list.total, 5)
 })
 
-t.test('POST /v1/courses/{courseId}/chapters honours Idempotency-Key', async (t) => {
+t.test('POST /v1/courses/{courseId}/chapters honours Idempotency-Key', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
   await checkReplay(t, app, `/v1/courses/${course}/chapters`, owner, { title: 'A' })
 })
 
-t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s', async (t) => {
+t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
@@ -87,7 +115,10 @@ t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s'
   t.same(await titles('sort=title'), ['a', 'b', 'c'])
   t.same(await titles('sort=-position'), ['a', 'c', 'b'])
   const paged = await app.inject({ method: 'GET', url: `${url}?limit=1&offset=1` })
-  t.same(json(paged).chapters.map((c: any) => c.title), ['c'])
+  t.same(
+    json(paged).chapters.map((c: any) => c.title),
+    ['c']
+  )
   t.equal(json(paged).total, 3)
   t.match(paged.headers.link, /rel="next"/)
   for (const q of ['sort=body', 'limit=0', 'position=1']) t.equal((await app.inject({ method: 'GET', url: `${url}?${q}` })).statusCode, 422, q)
@@ -95,7 +126,7 @@ t.test('GET /v1/courses/{courseId}/chapters: position order, sort, paging, 404s'
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/courses/${draft}/chapters` })).code, 'CourseNotFound')
 })
 
-t.test('GET /v1/chapters/{chapterId}: one chapter, ETag, 404 when missing or its course is hidden', async (t) => {
+t.test('GET /v1/chapters/{chapterId}: one chapter, ETag, 404 when missing or its course is hidden', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
@@ -105,13 +136,16 @@ t.test('GET /v1/chapters/{chapterId}: one chapter, ETag, 404 when missing or its
   const res = await app.inject({ method: 'GET', url: `/v1/chapters/${chapter.id}` })
   t.equal(res.statusCode, 200)
   t.same(json(res), chapter)
-  t.equal((await app.inject({ method: 'GET', url: `/v1/chapters/${chapter.id}`, headers: { 'if-none-match': res.headers.etag as string } })).statusCode, 304)
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/v1/chapters/${chapter.id}`, headers: { 'if-none-match': res.headers.etag as string } })).statusCode,
+    304
+  )
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/chapters/${randomUUID()}` })).code, 'ChapterNotFound')
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/chapters/${hidden.id}` })).code, 'ChapterNotFound')
   t.equal((await app.inject({ method: 'GET', url: `/v1/chapters/${hidden.id}`, headers: owner.headers })).statusCode, 200)
 })
 
-t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, positions, wrong course 404', async (t) => {
+t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, positions, wrong course 404', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -123,7 +157,12 @@ t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, po
   t.equal((await app.inject({ method: 'POST', url, payload: { title: 'x' } })).statusCode, 401)
   t.equal(json(await app.inject({ method: 'POST', url, headers: other.headers, payload: { title: 'x' } })).code, 'UserNotOwner')
   t.equal(json(await app.inject({ method: 'POST', url, headers: banned.headers, payload: { title: 'x' } })).code, 'UserIsBanned')
-  const wrong = await app.inject({ method: 'POST', url: `/v1/courses/${otherCourse}/chapters/${chapter.id}/lessons`, headers: owner.headers, payload: { title: 'x' } })
+  const wrong = await app.inject({
+    method: 'POST',
+    url: `/v1/courses/${otherCourse}/chapters/${chapter.id}/lessons`,
+    headers: owner.headers,
+    payload: { title: 'x' }
+  })
   t.equal(wrong.statusCode, 404)
   t.equal(json(wrong).code, 'ChapterNotFound')
   for (const payload of [{}, { title: '' }, { title: 'x', position: 0 }, { title: 'x', body: 5 }]) {
@@ -138,10 +177,17 @@ t.test('POST /v1/courses/{courseId}/chapters/{chapterId}/lessons: owner only, po
   t.equal((await addLesson(app, owner, course, chapter.id, { title: 'L1', position: 1 })).body, null)
   await addLesson(app, owner, course, chapter.id, { title: 'L3' })
   const list = json(await app.inject({ method: 'GET', url }))
-  t.same(list.lessons.map((l: any) => [l.title, l.position]), [['L1', 1], ['L2', 2], ['L3', 3]])
+  t.same(
+    list.lessons.map((l: any) => [l.title, l.position]),
+    [
+      ['L1', 1],
+      ['L2', 2],
+      ['L3', 3]
+    ]
+  )
 })
 
-t.test('POST lessons honours Idempotency-Key', async (t) => {
+t.test('POST lessons honours Idempotency-Key', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
@@ -149,7 +195,7 @@ t.test('POST lessons honours Idempotency-Key', async (t) => {
   await checkReplay(t, app, `/v1/courses/${course}/chapters/${chapter.id}/lessons`, owner, { title: 'L' })
 })
 
-t.test('GET lessons: chapter under another course is 404; sort and paging; GET /v1/lessons/{lessonId}', async (t) => {
+t.test('GET lessons: chapter under another course is 404; sort and paging; GET /v1/lessons/{lessonId}', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
@@ -173,7 +219,10 @@ t.test('GET lessons: chapter under another course is 404; sort and paging; GET /
   const lesson = json(await app.inject({ method: 'GET', url: `${url}?sort=title&limit=1` })).lessons[0]
   const one = await app.inject({ method: 'GET', url: `/v1/lessons/${lesson.id}` })
   t.same(json(one), lesson)
-  t.equal((await app.inject({ method: 'GET', url: `/v1/lessons/${lesson.id}`, headers: { 'if-none-match': one.headers.etag as string } })).statusCode, 304)
+  t.equal(
+    (await app.inject({ method: 'GET', url: `/v1/lessons/${lesson.id}`, headers: { 'if-none-match': one.headers.etag as string } })).statusCode,
+    304
+  )
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/lessons/${hiddenLesson.id}` })).code, 'LessonNotFound')
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/lessons/${randomUUID()}` })).code, 'LessonNotFound')
 })
@@ -181,17 +230,21 @@ t.test('GET lessons: chapter under another course is 404; sort and paging; GET /
 /** The titles of a course's chapters (or a chapter's lessons) with their places, in list order. */
 async function order (app: FastifyInstance, url: string, key: 'chapters' | 'lessons', owner: TestUser) {
   const body = json(await app.inject({ method: 'GET', url: `${url}?limit=100`, headers: owner.headers }))
-  return { places: body[key].map((c: { title: string, position: number }) => `${c.title}${c.position}`).join(' '), total: body.total }
+  return { places: body[key].map((c: { title: string; position: number }) => `${c.title}${c.position}`).join(' '), total: body.total }
 }
 
-t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and moves; the others shift, places stay 1..n', async (t) => {
+t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and moves; the others shift, places stay 1..n', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const list = `/v1/courses/${course}/chapters`
-  const [a, b, , d] = [await addChapter(app, owner, course, { title: 'A' }), await addChapter(app, owner, course, { title: 'B' }),
-    await addChapter(app, owner, course, { title: 'C' }), await addChapter(app, owner, course, { title: 'D' })]
+  const [a, b, , d] = [
+    await addChapter(app, owner, course, { title: 'A' }),
+    await addChapter(app, owner, course, { title: 'B' }),
+    await addChapter(app, owner, course, { title: 'C' }),
+    await addChapter(app, owner, course, { title: 'D' })
+  ]
   const url = `/v1/chapters/${d.id}`
   const before = await app.inject({ method: 'GET', url })
   const moveTo = (id: string, position: unknown) => write(app, 'PATCH', `/v1/chapters/${id}`, owner, { position })
@@ -226,7 +279,7 @@ t.test('PUT and PATCH /v1/chapters/{chapterId}: the course owner renames and mov
   t.equal(json(res).code, 'ChapterNotFound')
 })
 
-t.test('DELETE a chapter: its lessons go with it, the later chapters move up, totals exact; a second DELETE is 404', async (t) => {
+t.test('DELETE a chapter: its lessons go with it, the later chapters move up, totals exact; a second DELETE is 404', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
@@ -248,19 +301,26 @@ t.test('DELETE a chapter: its lessons go with it, the later chapters move up, to
   t.equal(res.body, '')
   t.same(await order(app, list, 'chapters', owner), { places: 'A1 C2', total: 2 })
   t.equal(json(await app.inject({ method: 'GET', url: `/v1/courses/${course}` })).chapters_count, 2)
-  t.same((await app.db.selectFrom('lesson').select('title').execute()).map(l => l.title), ['kept'], 'its lessons went, the others\' stayed')
+  t.same(
+    (await app.db.selectFrom('lesson').select('title').execute()).map(l => l.title),
+    ['kept'],
+    "its lessons went, the others' stayed"
+  )
   t.equal(json(await app.inject({ method: 'DELETE', url, headers: owner.headers })).code, 'ChapterNotFound', 'a second DELETE is 404')
 })
 
-t.test('PUT, PATCH and DELETE /v1/lessons/{lessonId}: course owner only; moves within the chapter; If-Match; totals exact', async (t) => {
+t.test('PUT, PATCH and DELETE /v1/lessons/{lessonId}: course owner only; moves within the chapter; If-Match; totals exact', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const other = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const chapter = await addChapter(app, owner, course, { title: 'Ch' })
   const list = `/v1/courses/${course}/chapters/${chapter.id}/lessons`
-  const [a, , c] = [await addLesson(app, owner, course, chapter.id, { title: 'A', body: 'text' }),
-    await addLesson(app, owner, course, chapter.id, { title: 'B' }), await addLesson(app, owner, course, chapter.id, { title: 'C' })]
+  const [a, , c] = [
+    await addLesson(app, owner, course, chapter.id, { title: 'A', body: 'text' }),
+    await addLesson(app, owner, course, chapter.id, { title: 'B' }),
+    await addLesson(app, owner, course, chapter.id, { title: 'C' })
+  ]
   const url = `/v1/lessons/${a.id}`
   const before = await app.inject({ method: 'GET', url })
 
@@ -284,7 +344,7 @@ t.test('PUT, PATCH and DELETE /v1/lessons/{lessonId}: course owner only; moves w
   t.equal((await app.inject({ method: 'GET', url: `/v1/lessons/${c.id}` })).statusCode, 404)
 })
 
-t.test('concurrent moves, inserts and deletes never leave two chapters or lessons at one place', async (t) => {
+t.test('concurrent moves, inserts and deletes never leave two chapters or lessons at one place', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
@@ -305,10 +365,21 @@ t.test('concurrent moves, inserts and deletes never leave two chapters or lesson
     }),
     app.inject({ method: 'DELETE', url: `/v1/lessons/${lessons[7].id}`, headers: owner.headers })
   ])
-  t.same(results.map(r => r.statusCode).filter(s => s >= 300), [], 'every change went through')
+  t.same(
+    results.map(r => r.statusCode).filter(s => s >= 300),
+    [],
+    'every change went through'
+  )
   const places = async (table: 'chapter' | 'lesson', column: 'course_id' | 'chapter_id', parent: string) =>
-    (await app.db.selectFrom(table as 'chapter').select('position').where(column as 'course_id', '=', parent).execute())
-      .map(r => r.position).sort((x, y) => x - y)
+    (
+      await app.db
+        .selectFrom(table as 'chapter')
+        .select('position')
+        .where(column as 'course_id', '=', parent)
+        .execute()
+    )
+      .map(r => r.position)
+      .sort((x, y) => x - y)
   t.same(await places('chapter', 'course_id', course), [1, 2, 3, 4, 5, 6, 7, 8, 9], 'chapters at 1..9, each once')
   t.same(await places('lesson', 'chapter_id', chapters[0].id), [1, 2, 3, 4, 5, 6, 7, 8], 'lessons at 1..8, each once')
 })

@@ -14,7 +14,12 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 const BOUNDARY = '----roja-test-boundary-7f1d3c1e'
 const MiB = 1024 * 1024
 
-interface Part { name: string, filename?: string, type?: string, data: Buffer | string }
+interface Part {
+  name: string
+  filename?: string
+  type?: string
+  data: Buffer | string
+}
 
 function form (parts: Part[]): Buffer {
   const chunks: Buffer[] = []
@@ -69,7 +74,7 @@ async function snapshot (app: FastifyInstance) {
   return { files: (await storedFiles(app)).sort(), rows: (await rows(app)).length, reservations: reserved.length }
 }
 
-t.test('POST /v1/media stores a PNG and answers 201, Location and the Media', async (t) => {
+t.test('POST /v1/media stores a PNG and answers 201, Location and the Media', async t => {
   const user = await createUploader(app)
   // The client's claim (text/plain) is ignored: the bytes say PNG.
   const res = await upload(app, user, [file(PNG, 'text/plain', 'picture.txt')])
@@ -88,7 +93,7 @@ t.test('POST /v1/media stores a PNG and answers 201, Location and the Media', as
   t.equal(row?.owner_id, user.id)
 })
 
-t.test('the media type is sniffed from the bytes: text, unknown binary, empty file', async (t) => {
+t.test('the media type is sniffed from the bytes: text, unknown binary, empty file', async t => {
   const user = await createUploader(app)
   const cases: Array<[string, Buffer | string, string]> = [
     ['UTF-8 text', 'héllo wörld\nsecond line\n', 'text/plain'],
@@ -105,7 +110,7 @@ t.test('the media type is sniffed from the bytes: text, unknown binary, empty fi
   }
 })
 
-t.test('XML, SVG, XHTML and HTML are stored and served as text/plain with nosniff, never as markup', async (t) => {
+t.test('XML, SVG, XHTML and HTML are stored and served as text/plain with nosniff, never as markup', async t => {
   const user = await createUploader(app)
   const svg = '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>\n'
   const cases: Array<[string, Buffer | string]> = [
@@ -134,7 +139,7 @@ t.test('XML, SVG, XHTML and HTML are stored and served as text/plain with nosnif
   t.equal(json(await upload(app, user, [file(PNG)])).content_type, 'image/png')
 })
 
-t.test('stored media sniffed as XML before the rule are served as text/plain after the migration', async (t) => {
+t.test('stored media sniffed as XML before the rule are served as text/plain after the migration', async t => {
   const { up } = await import('../../../src/db/migrations/2026_11_23_0300_media_active_content_as_text.js')
   const user = await createUploader(app)
   const xml = json(await upload(app, user, [file('<?xml version="1.0"?><svg/>')]))
@@ -146,10 +151,10 @@ t.test('stored media sniffed as XML before the rule are served as text/plain aft
   t.equal(types[png.id], 'image/png')
 })
 
-t.test('GET /v1/media/{mediaId} picks the representation by Accept', async (t) => {
+t.test('GET /v1/media/{mediaId} picks the representation by Accept', async t => {
   const user = await createUploader(app)
-  const media = json((await upload(app, user, [file(PNG)])))
-  const text = json((await upload(app, user, [file('plain words\n')])))
+  const media = json(await upload(app, user, [file(PNG)]))
+  const text = json(await upload(app, user, [file('plain words\n')]))
   const get = (id: string, accept?: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url: `/v1/media/${id}`, headers: { ...(accept !== undefined ? { accept } : {}), ...headers } })
 
@@ -178,7 +183,12 @@ t.test('GET /v1/media/{mediaId} picks the representation by Accept', async (t) =
   t.equal(notModified.statusCode, 304)
   t.equal(notModified.body, '')
 
-  for (const [id, accept] of [[media.id, 'text/html'], [media.id, 'image/jpeg'], [text.id, 'image/*'], [media.id, 'application/xml']]) {
+  for (const [id, accept] of [
+    [media.id, 'text/html'],
+    [media.id, 'image/jpeg'],
+    [text.id, 'image/*'],
+    [media.id, 'application/xml']
+  ]) {
     const res = await get(id, accept)
     t.equal(res.statusCode, 406, `Accept ${accept}`)
     t.match(res.headers['content-type'], /^application\/problem\+json/)
@@ -191,21 +201,27 @@ t.test('GET /v1/media/{mediaId} picks the representation by Accept', async (t) =
   t.equal(plain.body, 'plain words\n')
 })
 
-t.test('GET is public: no token needed', async (t) => {
+t.test('GET is public: no token needed', async t => {
   const user = await createUploader(app)
   const media = json(await upload(app, user, [file(PNG)]))
   const res = await app.inject({ method: 'GET', url: `/v1/media/${media.id}` })
   t.equal(res.statusCode, 200)
 })
 
-t.test('Range requests get 206 with Content-Range; an unsatisfiable range 416', async (t) => {
+t.test('Range requests get 206 with Content-Range; an unsatisfiable range 416', async t => {
   const user = await createUploader(app)
   const data = Buffer.from('0123456789abcdefghij') // 20 bytes of text
   const media = json(await upload(app, user, [file(data)]))
   const get = (range: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url: `/v1/media/${media.id}`, headers: { range, ...headers } })
 
-  const cases: Array<[string, number, number]> = [['bytes=0-3', 0, 3], ['bytes=-4', 16, 19], ['bytes=15-', 15, 19], ['bytes=5-100', 5, 19], ['bytes=0-0', 0, 0]]
+  const cases: Array<[string, number, number]> = [
+    ['bytes=0-3', 0, 3],
+    ['bytes=-4', 16, 19],
+    ['bytes=15-', 15, 19],
+    ['bytes=5-100', 5, 19],
+    ['bytes=0-0', 0, 0]
+  ]
   for (const [range, start, end] of cases) {
     const res = await get(range)
     t.equal(res.statusCode, 206, range)
@@ -255,7 +271,7 @@ t.test('Range requests get 206 with Content-Range; an unsatisfiable range 416', 
   t.equal(current.statusCode, 206)
 })
 
-t.test('GET with a malformed, traversing or unknown id', async (t) => {
+t.test('GET with a malformed, traversing or unknown id', async t => {
   for (const url of ['/v1/media/not-a-uuid', '/v1/media/..%2F..%2Fetc%2Fpasswd', '/v1/media/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10.png']) {
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 422, url)
@@ -266,7 +282,7 @@ t.test('GET with a malformed, traversing or unknown id', async (t) => {
   t.equal(json(res).code, 'MediaNotFound')
 })
 
-t.test('an upload over MAX_UPLOAD_BYTES is 413 and leaves nothing behind', async (t) => {
+t.test('an upload over MAX_UPLOAD_BYTES is 413 and leaves nothing behind', async t => {
   const app = await build(t, { env: { MAX_UPLOAD_BYTES: '1024' } })
   const user = await createUploader(app)
   const atLimit = await upload(app, user, [file(randomBytes(1024))])
@@ -282,7 +298,7 @@ t.test('an upload over MAX_UPLOAD_BYTES is 413 and leaves nothing behind', async
   t.same(await snapshot(app), before, 'no partial or temporary file, no row')
 })
 
-t.test('the form takes one file field `file` and nothing else', async (t) => {
+t.test('the form takes one file field `file` and nothing else', async t => {
   const user = await createUploader(app)
   const before = await snapshot(app)
   const cases: Array<[string, Part[], string]> = [
@@ -302,7 +318,7 @@ t.test('the form takes one file field `file` and nothing else', async (t) => {
   t.same(await snapshot(app), before, 'nothing stored')
 })
 
-t.test('a multipart body that is cut off is 400 and leaves nothing behind', async (t) => {
+t.test('a multipart body that is cut off is 400 and leaves nothing behind', async t => {
   const user = await createUploader(app)
   const before = await snapshot(app)
   const whole = form([file(randomBytes(4096))])
@@ -312,20 +328,32 @@ t.test('a multipart body that is cut off is 400 and leaves nothing behind', asyn
   t.same(await snapshot(app), before)
 })
 
-t.test('only multipart/form-data: other types are 415; JSON routes still refuse multipart', async (t) => {
+t.test('only multipart/form-data: other types are 415; JSON routes still refuse multipart', async t => {
   const user = await createUploader(app)
-  for (const type of ['application/json', 'text/plain', 'image/png', 'multipart/form-data', 'multipart/form-data; charset=utf-8', 'multipart/mixed; boundary=abc']) {
+  for (const type of [
+    'application/json',
+    'text/plain',
+    'image/png',
+    'multipart/form-data',
+    'multipart/form-data; charset=utf-8',
+    'multipart/mixed; boundary=abc'
+  ]) {
     const res = await app.inject({ method: 'POST', url: '/v1/media', headers: { ...user.headers, 'content-type': type }, payload: '{}' })
     t.equal(res.statusCode, 415, type)
     t.equal(json(res).code, 'UnsupportedMediaType', type)
   }
   const empty = await app.inject({ method: 'POST', url: '/v1/media', headers: user.headers })
   t.equal(empty.statusCode, 415, 'no body at all')
-  const json415 = await app.inject({ method: 'POST', url: '/v1/profiles', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, payload: form([file('x')]) })
+  const json415 = await app.inject({
+    method: 'POST',
+    url: '/v1/profiles',
+    headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    payload: form([file('x')])
+  })
   t.equal(json415.statusCode, 415, 'a JSON route refuses multipart')
 })
 
-t.test('POST /v1/media needs an active user', async (t) => {
+t.test('POST /v1/media needs an active user', async t => {
   const before = await snapshot(app)
   const none = await upload(app, undefined, [file(PNG)])
   t.equal(none.statusCode, 401)
@@ -346,18 +374,34 @@ function * generated (size: number, chunk = MiB): Generator<Buffer> {
   for (let sent = 0; sent < size; sent += chunk) yield randomBytes(Math.min(chunk, size - sent))
 }
 
-t.test('a file larger than the 50 MiB chunk size streams through byte-exact', async (t) => {
+t.test('a file larger than the 50 MiB chunk size streams through byte-exact', async t => {
   const user = await createUploader(app)
   const port = await listen()
   const size = 50 * MiB + 12345
   const hash = createHash('sha256')
-  const res = await new Promise<{ status: number, body: string }>((resolve, reject) => {
-    const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (c: string) => { body += c }).on('end', () => resolve({ status: res.statusCode!, body }))
-    })
+  const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request(
+      {
+        port,
+        host: '127.0.0.1',
+        method: 'POST',
+        path: '/v1/media',
+        headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+      },
+      res => {
+        let body = ''
+        res
+          .setEncoding('utf8')
+          .on('data', (c: string) => {
+            body += c
+          })
+          .on('end', () => resolve({ status: res.statusCode!, body }))
+      }
+    )
     req.on('error', reject)
-    const parts = form([file(Buffer.alloc(0))]).toString('latin1').split('\r\n\r\n')
+    const parts = form([file(Buffer.alloc(0))])
+      .toString('latin1')
+      .split('\r\n\r\n')
     void (async () => {
       req.write(parts[0] + '\r\n\r\n')
       for (const chunk of generated(size)) {
@@ -387,26 +431,32 @@ t.test('a file larger than the 50 MiB chunk size streams through byte-exact', as
   t.equal((await ranged.arrayBuffer()).byteLength, 20)
 })
 
-t.test('FormData from fetch (undici) is accepted with its own boundary', async (t) => {
+t.test('FormData from fetch (undici) is accepted with its own boundary', async t => {
   const user = await createUploader(app)
   const port = await listen()
   const body = new FormData()
   body.set('file', new Blob([PNG], { type: 'image/png' }), 'pic.png')
   const res = await fetch(`http://127.0.0.1:${port}/v1/media`, { method: 'POST', headers: user.headers, body })
   t.equal(res.status, 201)
-  const media = await res.json() as { sha256: string, content_type: string }
+  const media = (await res.json()) as { sha256: string; content_type: string }
   t.equal(media.sha256, sha256(PNG))
   t.equal(media.content_type, 'image/png')
 })
 
-t.test('a client that aborts mid-upload is logged once at info without a stack, never as a server error; nothing is kept', async (t) => {
+t.test('a client that aborts mid-upload is logged once at info without a stack, never as a server error; nothing is kept', async t => {
   const logs: string[] = []
   const logged = await build(t, { logs, logLevel: 'info' })
   await logged.listen({ port: 0, host: '127.0.0.1' })
   const loggedPort = (logged.server.address() as AddressInfo).port
   const user = await createUploader(logged)
   const before = await snapshot(logged)
-  const req = http.request({ port: loggedPort, host: '127.0.0.1', method: 'POST', path: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } })
+  const req = http.request({
+    port: loggedPort,
+    host: '127.0.0.1',
+    method: 'POST',
+    path: '/v1/media',
+    headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+  })
   req.on('error', () => {}) // the socket is destroyed on purpose
   req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`)
   for (const chunk of generated(4 * MiB)) req.write(chunk)
@@ -425,17 +475,26 @@ t.test('a client that aborts mid-upload is logged once at info without a stack, 
   t.equal(ends[0].level, 30, 'at info')
   t.equal(ends[0].msg, 'request aborted by the client')
   t.notOk(JSON.stringify(ends[0]).includes('stack'), 'no stack')
-  t.notOk(logs.some(l => (JSON.parse(l) as { level: number }).level >= 50), 'nothing at error level')
+  t.notOk(
+    logs.some(l => (JSON.parse(l) as { level: number }).level >= 50),
+    'nothing at error level'
+  )
   const metrics = (await logged.inject({ method: 'GET', url: '/metrics' })).body
   t.notMatch(metrics, /http_request_duration_seconds_count\{[^}]*route="\/v1\/media"[^}]*status_code="5\d\d"/, 'no 5xx recorded for the upload')
   t.same(await snapshot(logged), before, 'no file (temporary or not) and no row')
 })
 
-t.test('a client that disconnects mid-upload leaves no file and no row', async (t) => {
+t.test('a client that disconnects mid-upload leaves no file and no row', async t => {
   const user = await createUploader(app)
   const port = await listen()
   const before = await snapshot(app)
-  const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/v1/media', headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } })
+  const req = http.request({
+    port,
+    host: '127.0.0.1',
+    method: 'POST',
+    path: '/v1/media',
+    headers: { ...user.headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+  })
   req.on('error', () => {}) // the socket is destroyed on purpose
   req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`)
   for (const chunk of generated(4 * MiB)) req.write(chunk)

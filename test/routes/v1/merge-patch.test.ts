@@ -21,7 +21,7 @@ interface Resource {
   /** one field changed by a PATCH */
   change: Record<string, unknown>
   /** an optional field and what a null PATCH leaves in it (none: the resource has no optional field) */
-  clears?: { field: string, to: unknown }
+  clears?: { field: string; to: unknown }
   /** a field a PUT requires: null is 422 */
   required: string
   /** a PUT body with the required fields only: the optional ones are cleared */
@@ -33,7 +33,12 @@ interface Resource {
 }
 
 async function newShop (app: FastifyInstance, owner: TestUser) {
-  const res = await app.inject({ method: 'POST', url: '/v1/shops', headers: owner.headers, payload: { name: 'Engine Parts', description: 'Brass gears.' } })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/shops',
+    headers: owner.headers,
+    payload: { name: 'Engine Parts', description: 'Brass gears.' }
+  })
   if (res.statusCode !== 201) throw new Error(`shop: ${res.statusCode} ${res.body}`)
   return json(res)
 }
@@ -42,7 +47,8 @@ const resources: Resource[] = [
   {
     name: 'post',
     owner: app => createCreator(app),
-    create: async (app, owner) => `/v1/posts/${(await createPost(app, owner, { title: 'First title', body: 'Some text.', tags: ['a', 'b'], media_url: MEDIA })).id}`,
+    create: async (app, owner) =>
+      `/v1/posts/${(await createPost(app, owner, { title: 'First title', body: 'Some text.', tags: ['a', 'b'], media_url: MEDIA })).id}`,
     change: { title: 'Second title' },
     clears: { field: 'media_url', to: null },
     required: 'title',
@@ -55,7 +61,12 @@ const resources: Resource[] = [
     owner: app => createCreator(app),
     create: async (app, owner) => {
       const post = await createPost(app, owner)
-      const res = await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'First words.' } })
+      const res = await app.inject({
+        method: 'POST',
+        url: `/v1/posts/${post.id}/comments`,
+        headers: owner.headers,
+        payload: { text: 'First words.' }
+      })
       return `/v1/posts/${post.id}/comments/${json(res).id}`
     },
     change: { text: 'Second words.' },
@@ -123,7 +134,13 @@ async function read (app: FastifyInstance, url: string, owner: TestUser) {
   return { body: json(res), etag: String(res.headers.etag) }
 }
 
-function patch (app: FastifyInstance, url: string, user: TestUser | undefined, payload: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+function patch (
+  app: FastifyInstance,
+  url: string,
+  user: TestUser | undefined,
+  payload: unknown,
+  headers: Record<string, string> = {}
+): Promise<LightMyRequestResponse> {
   return app.inject({
     method: 'PATCH',
     url,
@@ -137,14 +154,14 @@ function rest (body: Record<string, unknown>, ...changed: string[]) {
   return Object.fromEntries(Object.entries(body).filter(([k]) => !changed.includes(k) && k !== 'updated_at'))
 }
 
-async function unchanged (t: Test, app: FastifyInstance, url: string, owner: TestUser, before: { body: unknown, etag: string }, why: string) {
+async function unchanged (t: Test, app: FastifyInstance, url: string, owner: TestUser, before: { body: unknown; etag: string }, why: string) {
   const now = await read(app, url, owner)
   t.same(now.body, before.body, `${why}: nothing written`)
   t.equal(now.etag, before.etag, `${why}: the ETag is the same`)
 }
 
 for (const r of resources) {
-  t.test(`PATCH ${r.name}: one field changes, the others are kept; the answer and its ETag are a GET's`, async (t) => {
+  t.test(`PATCH ${r.name}: one field changes, the others are kept; the answer and its ETag are a GET's`, async t => {
     const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
@@ -160,11 +177,17 @@ for (const r of resources) {
     t.not(got.etag, before.etag)
   })
 
-  t.test(`PATCH ${r.name}: both media types are taken; a JSON Patch is 415 naming the two`, async (t) => {
+  t.test(`PATCH ${r.name}: both media types are taken; a JSON Patch is 415 naming the two`, async t => {
     const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
-    for (const type of ['application/merge-patch+json', 'application/merge-patch+json; charset=utf-8', 'Application/Merge-Patch+JSON', 'application/json', 'application/json; charset=utf-8']) {
+    for (const type of [
+      'application/merge-patch+json',
+      'application/merge-patch+json; charset=utf-8',
+      'Application/Merge-Patch+JSON',
+      'application/json',
+      'application/json; charset=utf-8'
+    ]) {
       const res = await patch(app, url, owner, r.change, { 'content-type': type })
       t.equal(res.statusCode, 200, `${type}: taken`)
     }
@@ -180,14 +203,19 @@ for (const r of resources) {
     t.equal(json(jsonPatch).code, 'UnsupportedMediaType')
     t.match(json(jsonPatch).detail, /application\/merge-patch\+json or application\/json/, 'the detail names the types taken')
     t.equal(jsonPatch.headers['accept-patch'], 'application/merge-patch+json, application/json', 'and so does Accept-Patch (RFC 5789)')
-    for (const type of ['text/plain', 'application/merge-patch+json ;', 'application/merge-patch+json; charset=latin1', 'application/merge-patch+jsonx']) {
+    for (const type of [
+      'text/plain',
+      'application/merge-patch+json ;',
+      'application/merge-patch+json; charset=latin1',
+      'application/merge-patch+jsonx'
+    ]) {
       const res = await patch(app, url, owner, r.change, { 'content-type': type })
       t.equal(res.statusCode, 415, `${JSON.stringify(type)}: refused`)
     }
     await unchanged(t, app, url, owner, before, 'refused media types')
   })
 
-  t.test(`PATCH ${r.name}: null on the required ${r.required} is 422 with a clear message; a broken rule is 422; nothing written`, async (t) => {
+  t.test(`PATCH ${r.name}: null on the required ${r.required} is 422 with a clear message; a broken rule is 422; nothing written`, async t => {
     const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
@@ -210,7 +238,7 @@ for (const r of resources) {
 
   if (r.clears) {
     const { field, to } = r.clears
-    t.test(`PATCH ${r.name}: null clears the optional ${field}`, async (t) => {
+    t.test(`PATCH ${r.name}: null clears the optional ${field}`, async t => {
       const app = await build(t)
       const owner = await r.owner(app)
       const url = await r.create(app, owner)
@@ -223,32 +251,35 @@ for (const r of resources) {
     })
   }
 
-  t.test(`PATCH ${r.name}: ${r.owned ? 'another user 403, ' : ''}no token 401, stale If-Match 412 and nothing written; a fresh If-Match works`, async (t) => {
-    const app = await build(t)
-    const owner = await r.owner(app)
-    const url = await r.create(app, owner)
-    const before = await read(app, url, owner)
-    if (r.owned) {
-      const other = await createCreator(app)
-      const res = await patch(app, url, other, r.change)
-      t.equal(res.statusCode, 403)
-      t.equal(json(res).code, 'UserNotOwner')
+  t.test(
+    `PATCH ${r.name}: ${r.owned ? 'another user 403, ' : ''}no token 401, stale If-Match 412 and nothing written; a fresh If-Match works`,
+    async t => {
+      const app = await build(t)
+      const owner = await r.owner(app)
+      const url = await r.create(app, owner)
+      const before = await read(app, url, owner)
+      if (r.owned) {
+        const other = await createCreator(app)
+        const res = await patch(app, url, other, r.change)
+        t.equal(res.statusCode, 403)
+        t.equal(json(res).code, 'UserNotOwner')
+      }
+      const anonymous = await patch(app, url, undefined, r.change)
+      t.equal(anonymous.statusCode, 401)
+      t.equal(json(anonymous).code, 'NotAuthenticated')
+      const stale = await patch(app, url, owner, r.change, { 'if-match': '"stale"' })
+      t.equal(stale.statusCode, 412)
+      t.equal(json(stale).code, 'PreconditionFailed')
+      await unchanged(t, app, url, owner, before, '403, 401 and 412')
+      const fresh = await patch(app, url, owner, r.change, { 'if-match': before.etag })
+      t.equal(fresh.statusCode, 200, 'the ETag a GET gave is taken')
+      t.match(json(fresh), r.change)
+      const again = await patch(app, url, owner, r.change, { 'if-match': before.etag })
+      t.equal(again.statusCode, 412, 'and is stale once the resource changed')
     }
-    const anonymous = await patch(app, url, undefined, r.change)
-    t.equal(anonymous.statusCode, 401)
-    t.equal(json(anonymous).code, 'NotAuthenticated')
-    const stale = await patch(app, url, owner, r.change, { 'if-match': '"stale"' })
-    t.equal(stale.statusCode, 412)
-    t.equal(json(stale).code, 'PreconditionFailed')
-    await unchanged(t, app, url, owner, before, '403, 401 and 412')
-    const fresh = await patch(app, url, owner, r.change, { 'if-match': before.etag })
-    t.equal(fresh.statusCode, 200, 'the ETag a GET gave is taken')
-    t.match(json(fresh), r.change)
-    const again = await patch(app, url, owner, r.change, { 'if-match': before.etag })
-    t.equal(again.statusCode, 412, 'and is stale once the resource changed')
-  })
+  )
 
-  t.test(`PUT ${r.name} still replaces: the optional fields it leaves out are cleared`, async (t) => {
+  t.test(`PUT ${r.name} still replaces: the optional fields it leaves out are cleared`, async t => {
     const app = await build(t)
     const owner = await r.owner(app)
     const url = await r.create(app, owner)
@@ -261,15 +292,24 @@ for (const r of resources) {
   })
 }
 
-t.test('PATCH post: slug and published_at cleared with null; a merge that breaks a rule writes nothing', async (t) => {
+t.test('PATCH post: slug and published_at cleared with null; a merge that breaks a rule writes nothing', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
-  const post = await createPost(app, creator, { title: 'Notes on the Engine', slug: 'own-slug', body: 'Text.', tags: ['a'], published_at: '2026-01-01T00:00:00Z' })
+  const post = await createPost(app, creator, {
+    title: 'Notes on the Engine',
+    slug: 'own-slug',
+    body: 'Text.',
+    tags: ['a'],
+    published_at: '2026-01-01T00:00:00Z'
+  })
   const url = `/v1/posts/${post.id}`
 
   const title = json(await patch(app, url, creator, { title: 'Renamed notes' }))
-  t.match(title, { title: 'Renamed notes', slug: 'own-slug', published_at: '2026-01-01T00:00:00+0000', body: 'Text.', tags: ['a'] },
-    'slug and published_at are kept like everything else')
+  t.match(
+    title,
+    { title: 'Renamed notes', slug: 'own-slug', published_at: '2026-01-01T00:00:00+0000', body: 'Text.', tags: ['a'] },
+    'slug and published_at are kept like everything else'
+  )
   const derived = json(await patch(app, url, creator, { slug: null }))
   t.equal(derived.slug, 'renamed-notes', 'a null slug is derived from the title again')
   const cleared = json(await patch(app, url, creator, { body: null, tags: null }))
@@ -295,7 +335,10 @@ t.test('PATCH post: slug and published_at cleared with null; a merge that breaks
 
   const badHost = await patch(app, url, creator, { media_url: EVIL })
   t.equal(badHost.statusCode, 422)
-  t.same(json(badHost).errors.map((e: { field: string }) => e.field), ['/media_url'])
+  t.same(
+    json(badHost).errors.map((e: { field: string }) => e.field),
+    ['/media_url']
+  )
   await unchanged(t, app, url, creator, before, 'a media URL on another host')
 
   // a stored value the rules no longer allow (the allowed hosts changed): a PATCH of another field still meets it
@@ -304,13 +347,16 @@ t.test('PATCH post: slug and published_at cleared with null; a merge that breaks
   const merged = await patch(app, url, creator, { title: 'Only the title' })
   t.equal(merged.statusCode, 422, 'the merged post must pass the PUT rules')
   t.match(json(merged), { code: 'ValidationFailed', detail: /^the merged fields break a rule: \/media_url: / })
-  t.same(json(merged).errors.map((e: { field: string }) => e.field), ['/media_url'])
+  t.same(
+    json(merged).errors.map((e: { field: string }) => e.field),
+    ['/media_url']
+  )
   await unchanged(t, app, url, creator, stored, 'a merge that breaks a rule')
   const fixed = await patch(app, url, creator, { title: 'Only the title', media_url: null })
   t.equal(fixed.statusCode, 200, 'clearing the bad value in the same patch passes')
 })
 
-t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar host is 422; username and e-mail are not writable', async (t) => {
+t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar host is 422; username and e-mail are not writable', async t => {
   const app = await build(t)
   const user = await createUser(app)
   await resources[2].create(app, user)
@@ -318,7 +364,16 @@ t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar hos
   const before = await read(app, url, user)
   const res = await patch(app, url, user, { last_name: null, age: null, favorite_band: null, website: null, avatar_url: null })
   t.equal(res.statusCode, 200)
-  t.match(json(res), { first_name: 'Ada', last_name: null, age: null, favorite_band: null, website: null, avatar_url: null, username: before.body.username, email: before.body.email })
+  t.match(json(res), {
+    first_name: 'Ada',
+    last_name: null,
+    age: null,
+    favorite_band: null,
+    website: null,
+    avatar_url: null,
+    username: before.body.username,
+    email: before.body.email
+  })
   const after = await read(app, url, user)
   for (const body of [{ avatar_url: EVIL }, { username: 'mallory' }, { email: 'm@example.com' }, { age: 17 }, { favorite_band: 'Nobody' }]) {
     const refused = await patch(app, url, user, body)
@@ -327,7 +382,7 @@ t.test('PATCH /v1/profiles/me: null clears each optional field; a bad avatar hos
   await unchanged(t, app, url, user, after, 'refused profile patches')
 })
 
-t.test('PATCH product: each member keeps its PUT rule; null on price_cents or name is 422', async (t) => {
+t.test('PATCH product: each member keeps its PUT rule; null on price_cents or name is 422', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
   const url = await resources[4].create(app, owner)
@@ -341,18 +396,28 @@ t.test('PATCH product: each member keeps its PUT rule; null on price_cents or na
   t.match(json(res), { name: 'Operation cards', price_cents: 2500, currency: 'EUR', description: null })
 })
 
-t.test('PATCH on a path without PUT is 405; merge-patch+json is refused where no PATCH is', async (t) => {
+t.test('PATCH on a path without PUT is 405; merge-patch+json is refused where no PATCH is', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator)
-  const reviews = await app.inject({ method: 'PATCH', url: `/v1/posts/${post.id}/reviews`, headers: { ...creator.headers, 'content-type': 'application/json' }, payload: '{}' })
+  const reviews = await app.inject({
+    method: 'PATCH',
+    url: `/v1/posts/${post.id}/reviews`,
+    headers: { ...creator.headers, 'content-type': 'application/json' },
+    payload: '{}'
+  })
   t.equal(reviews.statusCode, 405)
-  const create = await app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'content-type': MERGE_PATCH }, payload: JSON.stringify({ type: 'ARTICLE', title: 'x' }) })
+  const create = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: { ...creator.headers, 'content-type': MERGE_PATCH },
+    payload: JSON.stringify({ type: 'ARTICLE', title: 'x' })
+  })
   t.equal(create.statusCode, 415, 'POST takes application/json only')
   t.match(json(create).detail, /^Content-Type must be application\/json$/)
 })
 
-t.test('PATCH: a merge patch body with a __proto__ member is refused, as JSON bodies are', async (t) => {
+t.test('PATCH: a merge patch body with a __proto__ member is refused, as JSON bodies are', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const post = await createPost(app, creator)

@@ -20,7 +20,7 @@ const confirm = (app: FastifyInstance, token: string, password = NEW_PASSWORD) =
   app.inject({ method: 'POST', url: '/v1/password-resets/confirmations', payload: { token, new_password: password } })
 const resetMails = async (app: FastifyInstance) => (await newMail(app)).filter(m => m.subject === RESET_SUBJECT)
 
-t.test('the mailed link sets a new password once and ends every token of the account', async (t) => {
+t.test('the mailed link sets a new password once and ends every token of the account', async t => {
   const app = await build(t)
   const ada = await signUpVerified(app, 'ada')
   const phone = await signIn(app, 'ada')
@@ -45,22 +45,30 @@ t.test('the mailed link sets a new password once and ends every token of the acc
   t.ok(await signIn(app, 'ada', NEW_PASSWORD), 'the replay changed nothing')
 })
 
-t.test('a username works as well as an address', async (t) => {
+t.test('a username works as well as an address', async t => {
   const app = await build(t)
   await signUpVerified(app, 'ada')
   t.equal((await ask(app, { username: ' ADA ' })).statusCode, 202)
   const mails = await resetMails(app)
-  t.same(mails.map(m => m.to), ['ada@example.com'])
+  t.same(
+    mails.map(m => m.to),
+    ['ada@example.com']
+  )
   t.equal((await ask(app, { username: 'ada', email: 'ada@example.com' })).statusCode, 422, 'not both')
   t.equal((await ask(app, {})).statusCode, 422, 'one of them')
 })
 
-t.test('unknown, unverified and banned accounts: the same 202 and no mail', async (t) => {
+t.test('unknown, unverified and banned accounts: the same 202 and no mail', async t => {
   const app = await build(t)
   await signUpVerified(app, 'unverified', { verify: false })
   await createUser(app, { username: 'banned', active: false, verified: true })
   await newMail(app)
-  for (const body of [{ email: 'nobody@example.com' }, { username: 'nobody' }, { email: 'unverified@example.com' }, { email: 'banned@example.com' }]) {
+  for (const body of [
+    { email: 'nobody@example.com' },
+    { username: 'nobody' },
+    { email: 'unverified@example.com' },
+    { email: 'banned@example.com' }
+  ]) {
     const res = await ask(app, body)
     t.equal(res.statusCode, 202, JSON.stringify(body))
     t.same(json(res), { status: 'queued' })
@@ -70,7 +78,7 @@ t.test('unknown, unverified and banned accounts: the same 202 and no mail', asyn
   t.same(await app.db.selectFrom('password_reset').selectAll().execute(), [], 'no link made')
 })
 
-t.test('a newer link, a password change or an address change ends the earlier links', async (t) => {
+t.test('a newer link, a password change or an address change ends the earlier links', async t => {
   const app = await build(t)
   const ada = await signUpVerified(app, 'ada')
   await ask(app, { email: 'ada@example.com' })
@@ -79,21 +87,31 @@ t.test('a newer link, a password change or an address change ends the earlier li
   const second = tokenIn((await resetMails(app))[0])
   t.equal((await confirm(app, first)).statusCode, 422, 'the first link died when the second was sent')
 
-  const change = await app.inject({ method: 'PUT', url: '/v1/profiles/me/password', headers: ada.headers, payload: { current_password: PASSWORD, new_password: NEW_PASSWORD } })
+  const change = await app.inject({
+    method: 'PUT',
+    url: '/v1/profiles/me/password',
+    headers: ada.headers,
+    payload: { current_password: PASSWORD, new_password: NEW_PASSWORD }
+  })
   t.equal(change.statusCode, 200)
   t.equal((await confirm(app, second, 'something else entirely')).statusCode, 422, 'the second died with the password change')
 
   await ask(app, { email: 'ada@example.com' })
   const third = tokenIn((await resetMails(app))[0])
   const fresh = { authorization: `Bearer ${json(change).access_token as string}` }
-  await app.inject({ method: 'POST', url: '/v1/profiles/me/email-changes', headers: fresh, payload: { current_password: NEW_PASSWORD, email: 'ada@new.example' } })
+  await app.inject({
+    method: 'POST',
+    url: '/v1/profiles/me/email-changes',
+    headers: fresh,
+    payload: { current_password: NEW_PASSWORD, email: 'ada@new.example' }
+  })
   const link = (await newMail(app)).find(m => m.to === 'ada@new.example')!
   t.equal((await app.inject({ method: 'POST', url: '/v1/email-verifications', payload: { token: tokenIn(link) } })).statusCode, 204)
   t.equal((await confirm(app, third, 'something else entirely')).statusCode, 422, 'the third died with the address change')
   t.ok(await signIn(app, 'ada', NEW_PASSWORD))
 })
 
-t.test('an expired link is refused and used up; a malformed one too', async (t) => {
+t.test('an expired link is refused and used up; a malformed one too', async t => {
   const app = await build(t)
   await signUpVerified(app, 'ada')
   await ask(app, { email: 'ada@example.com' })
@@ -102,7 +120,11 @@ t.test('an expired link is refused and used up; a malformed one too', async (t) 
   const row = await app.db.selectFrom('password_reset').select('expires_at').executeTakeFirstOrThrow()
   const expiry = Date.parse(row.expires_at)
   t.ok(Math.abs(expiry - Date.now() - 3600_000) < 60_000, 'the link works for an hour')
-  await t.rejects(resetPassword(app.db, settings, token, NEW_PASSWORD, app.config.PASSWORD_HASH_COST, expiry), { code: 'InvalidResetToken', errors: [{ rule: 'expired' }] }, 'at the expiry: expired')
+  await t.rejects(
+    resetPassword(app.db, settings, token, NEW_PASSWORD, app.config.PASSWORD_HASH_COST, expiry),
+    { code: 'InvalidResetToken', errors: [{ rule: 'expired' }] },
+    'at the expiry: expired'
+  )
   t.equal((await confirm(app, token)).statusCode, 422, 'and used up: refused within the hour too')
   t.ok(await signIn(app, 'ada'), 'the password is unchanged')
 
@@ -114,7 +136,7 @@ t.test('an expired link is refused and used up; a malformed one too', async (t) 
   t.equal((await confirm(app, 'x', 'short')).statusCode, 422, 'a short new password fails validation')
 })
 
-t.test('a link of one account sets only that account\'s password', async (t) => {
+t.test("a link of one account sets only that account's password", async t => {
   const app = await build(t)
   const ada = await signUpVerified(app, 'ada')
   const grace = await signUpVerified(app, 'grace')
@@ -127,7 +149,7 @@ t.test('a link of one account sets only that account\'s password', async (t) => 
   t.equal(await tokenStatus(app, ada.headers), 401)
 })
 
-t.test('a reset asked a hundred times: limited per address and per client, one live link', async (t) => {
+t.test('a reset asked a hundred times: limited per address and per client, one live link', async t => {
   const max = 5
   const app = await build(t, { env: { MAIL_RATE_LIMIT_MAX: String(max) } })
   await signUpVerified(app, 'ada')
@@ -146,14 +168,14 @@ t.test('a reset asked a hundred times: limited per address and per client, one l
   t.equal(json(limited).code, 'RateLimited')
 })
 
-t.test('with Redis unreachable the reset limit still holds', async (t) => {
+t.test('with Redis unreachable the reset limit still holds', async t => {
   const app = await build(t, { env: { MAIL_RATE_LIMIT_MAX: '2', REDIS_URL: 'redis://127.0.0.1:1' } })
   const statuses: number[] = []
   for (let n = 0; n < 4; n++) statuses.push((await ask(app, { email: 'ada@example.com' }, `10.4.0.${n + 1}`)).statusCode)
   t.same(statuses, [202, 202, 429, 429])
 })
 
-t.test('in a fleet the reset limits are shared through Redis: two instances, one count', async (t) => {
+t.test('in a fleet the reset limits are shared through Redis: two instances, one count', async t => {
   const run = randomBytes(6).toString('hex')
   // client addresses of this run only, so counts never mix with other runs (Redis is shared)
   const [r1, r2] = randomBytes(2)

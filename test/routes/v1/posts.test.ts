@@ -6,7 +6,7 @@ import { MEDIA, MISSING, backdate, checkListBounds, createPost } from '../../pos
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/
 
-t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived slug, normalised tags', async (t) => {
+t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived slug, normalised tags', async t => {
   const app = await build(t)
   const creator = await createCreator(app, { firstName: 'Ada', lastName: 'Lovelace' })
   const res = await app.inject({
@@ -28,7 +28,20 @@ t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived sl
     media_url: MEDIA,
     creator: { id: creator.id, username: creator.username, first_name: 'Ada', last_name: 'Lovelace' }
   })
-  t.same(Object.keys(post).sort(), ['body', 'created_at', 'creator', 'id', 'media_url', 'published_at', 'slug', 'tags', 'title', 'type', 'updated_at', 'word_count'])
+  t.same(Object.keys(post).sort(), [
+    'body',
+    'created_at',
+    'creator',
+    'id',
+    'media_url',
+    'published_at',
+    'slug',
+    'tags',
+    'title',
+    'type',
+    'updated_at',
+    'word_count'
+  ])
   t.match(post.published_at, DATE_TIME, 'published now by default')
   t.equal(post.published_at, post.created_at)
 
@@ -42,7 +55,7 @@ t.test('POST /v1/posts creates a post: 201, Location, the Post shape, derived sl
   t.equal(symbols.slug, 'post', 'a title without letters or digits gives the slug "post"')
 })
 
-t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', async (t) => {
+t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const post = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: payload as object })
@@ -50,7 +63,10 @@ t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', a
     const res = await post(payload)
     t.equal(res.statusCode, 422, why)
     t.equal(json(res).code, 'ValidationFailed', why)
-    t.ok(json(res).errors.some((e: { field: string }) => e.field === field), `${why}: names ${field}`)
+    t.ok(
+      json(res).errors.some((e: { field: string }) => e.field === field),
+      `${why}: names ${field}`
+    )
     return res
   }
   await refused({ type: 'ARTICLE' }, '/title', 'title is required')
@@ -64,7 +80,11 @@ t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', a
   await refused({ title: 'x', type: 'ARTICLE', tags: ['a'.repeat(33)] }, '/tags/0', 'a tag of 33 characters')
   await refused({ title: 'x', type: 'ARTICLE', tags: ['a,b'] }, '/tags/0', 'a tag with a comma')
   await refused({ title: 'x', type: 'ARTICLE', published_at: 'yesterday' }, '/published_at', 'a date-time that is not one')
-  const host = await refused({ title: 'x', type: 'ARTICLE', media_url: 'https://evil.example.com/a.png' }, '/media_url', 'a media_url on another host')
+  const host = await refused(
+    { title: 'x', type: 'ARTICLE', media_url: 'https://evil.example.com/a.png' },
+    '/media_url',
+    'a media_url on another host'
+  )
   t.equal(json(host).errors[0].message, 'files are to be uploaded only to internal services')
 
   const most = await post({ title: 'x'.repeat(200), type: 'ARTICLE', tags: Array.from({ length: 10 }, (_, i) => `${i}`.padEnd(32, 'a')) })
@@ -72,12 +92,17 @@ t.test('POST /v1/posts validates the body (422) and keeps the bounds of tags', a
 
   const text = await app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'content-type': 'text/plain' }, payload: 'hi' })
   t.equal(text.statusCode, 415)
-  const broken = await app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'content-type': 'application/json' }, payload: '{"title":' })
+  const broken = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: { ...creator.headers, 'content-type': 'application/json' },
+    payload: '{"title":'
+  })
   t.equal(broken.statusCode, 400)
   t.equal(json(broken).code, 'MalformedBody')
 })
 
-t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and null (draft)', async (t) => {
+t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and null (draft)', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const past = await createPost(app, creator, { published_at: '2026-01-02T03:04:05.678+02:00' })
@@ -94,7 +119,11 @@ t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and n
     const anonymous = await app.inject({ method: 'GET', url: `/v1/posts/${hidden.id}` })
     t.equal(anonymous.statusCode, 404, 'hidden from readers without a token')
     t.equal(json(anonymous).code, 'PostNotFound')
-    t.equal((await app.inject({ method: 'GET', url: `/v1/posts/${hidden.id}`, headers: stranger.headers })).statusCode, 404, 'hidden from other users')
+    t.equal(
+      (await app.inject({ method: 'GET', url: `/v1/posts/${hidden.id}`, headers: stranger.headers })).statusCode,
+      404,
+      'hidden from other users'
+    )
     const own = await app.inject({ method: 'GET', url: `/v1/posts/${hidden.id}`, headers: creator.headers })
     t.equal(own.statusCode, 200, 'visible to its creator')
   }
@@ -103,7 +132,7 @@ t.test('POST /v1/posts: published_at default, explicit, future (scheduled) and n
   t.same(list.posts.map((p: { id: string }) => p.id).sort(), [past.id, compact.id].sort())
 })
 
-t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list, PUT); outside them 422', async (t) => {
+t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list, PUT); outside them 422', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const exact: Array<[string, string]> = [
@@ -121,22 +150,43 @@ t.test('published_at: years 0001 to 9999 round-trip exactly (create, read, list,
     t.equal(post.published_at, stored, `${input}: the answer`)
     const read = json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: creator.headers }))
     t.equal(read.published_at, stored, `${input}: read back from the database`)
-    const put = await app.inject({ method: 'PUT', url: `/v1/posts/${post.id}`, headers: creator.headers, payload: { title: post.title, type: 'ARTICLE', published_at: input } })
+    const put = await app.inject({
+      method: 'PUT',
+      url: `/v1/posts/${post.id}`,
+      headers: creator.headers,
+      payload: { title: post.title, type: 'ARTICLE', published_at: input }
+    })
     t.equal(json(put).published_at, stored, `${input}: PUT`)
   }
   const mine = json(await app.inject({ method: 'GET', url: '/v1/users/me/posts?sort=published_at&limit=100', headers: creator.headers }))
-  t.same(mine.posts.map((p: { published_at: string }) => p.published_at), exact.map(([, stored]) => stored), 'and they sort by their true year')
+  t.same(
+    mine.posts.map((p: { published_at: string }) => p.published_at),
+    exact.map(([, stored]) => stored),
+    'and they sort by their true year'
+  )
 
   // No year 0 (PostgreSQL has none) and nothing past 9999 in UTC (the output has four-digit years).
-  for (const input of ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59Z', '0001-01-01T00:00:00+00:01', '0001-01-01T00:59:59+01:00',
-    '9999-12-31T23:59:59-00:01', '9999-12-31T23:00:00-01:00', '0100-02-29T00:00:00Z']) {
-    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { title: 'x', type: 'ARTICLE', published_at: input } })
+  for (const input of [
+    '0000-01-01T00:00:00Z',
+    '0000-12-31T23:59:59Z',
+    '0001-01-01T00:00:00+00:01',
+    '0001-01-01T00:59:59+01:00',
+    '9999-12-31T23:59:59-00:01',
+    '9999-12-31T23:00:00-01:00',
+    '0100-02-29T00:00:00Z'
+  ]) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/posts',
+      headers: creator.headers,
+      payload: { title: 'x', type: 'ARTICLE', published_at: input }
+    })
     t.equal(res.statusCode, 422, input)
     t.equal(json(res).errors[0].field, '/published_at', input)
   }
 })
 
-t.test('POST /v1/posts: authorisation and slug conflicts', async (t) => {
+t.test('POST /v1/posts: authorisation and slug conflicts', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const payload = { title: 'Hello', type: 'ARTICLE' }
@@ -154,21 +204,41 @@ t.test('POST /v1/posts: authorisation and slug conflicts', async (t) => {
   const ban = await app.inject({ method: 'POST', url: '/v1/posts', headers: banned.headers, payload })
   t.equal(ban.statusCode, 403)
   t.equal(json(ban).code, 'UserIsBanned')
-  t.equal(Number((await app.db.selectFrom('post').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 0, 'nothing was created')
+  t.equal(
+    Number(
+      (
+        await app.db
+          .selectFrom('post')
+          .select(eb => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n
+    ),
+    0,
+    'nothing was created'
+  )
 
   await createPost(app, creator, { title: 'Hello' })
   const derived = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload })
   t.equal(derived.statusCode, 409, 'the derived slug is taken')
   t.equal(json(derived).code, 'Conflict')
-  const explicit = await app.inject({ method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { title: 'Other', type: 'ARTICLE', slug: 'hello' } })
+  const explicit = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: creator.headers,
+    payload: { title: 'Other', type: 'ARTICLE', slug: 'hello' }
+  })
   t.equal(explicit.statusCode, 409, 'the explicit slug is taken')
   const other = await createCreator(app)
-  t.equal((await app.inject({ method: 'POST', url: '/v1/posts', headers: other.headers, payload })).statusCode, 201, 'slugs are unique per creator only')
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/v1/posts', headers: other.headers, payload })).statusCode,
+    201,
+    'slugs are unique per creator only'
+  )
   const tags = await app.db.selectFrom('post_tag').selectAll().execute()
   t.same(tags, [], 'a refused post leaves no tag rows')
 })
 
-t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-None-Match', async (t) => {
+t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-None-Match', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const missing = await app.inject({ method: 'GET', url: `/v1/posts/${MISSING}` })
@@ -190,17 +260,26 @@ t.test('GET /v1/posts/{postId}: 404 PostNotFound, 422 malformed id, ETag and If-
   t.equal(other.statusCode, 200)
   t.equal(etag, `"${createHash('sha256').update(first.body).digest('base64url').slice(0, 27)}"`, 'the ETag is a hash of the bytes sent')
   const banned = await createUser(app, { active: false })
-  t.equal(json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: banned.headers })).code, 'UserIsBanned', 'a sent token is checked')
+  t.equal(
+    json(await app.inject({ method: 'GET', url: `/v1/posts/${post.id}`, headers: banned.headers })).code,
+    'UserIsBanned',
+    'a sent token is checked'
+  )
 })
 
-t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quotes, backslashes, tabs, U+2028, emoji)', async (t) => {
+t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quotes, backslashes, tabs, U+2028, emoji)', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const text = 'say "hi" \\ back\tslash\r\n line\u2028sep 😀 ' + 'long enough to leave the short-string path '.repeat(3)
   const post = await createPost(app, creator, { title: text.slice(0, 60), body: text })
   const url = `/v1/posts/${post.id}`
   const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
-  const res = await app.inject({ method: 'PUT', url, headers: { ...creator.headers, 'if-match': etag }, payload: { title: 'Plain', type: 'ARTICLE', body: text } })
+  const res = await app.inject({
+    method: 'PUT',
+    url,
+    headers: { ...creator.headers, 'if-match': etag },
+    payload: { title: 'Plain', type: 'ARTICLE', body: text }
+  })
   t.equal(res.statusCode, 200, res.body)
   const gone = await app.inject({ method: 'DELETE', url, headers: { ...creator.headers, 'if-match': etag } })
   t.equal(gone.statusCode, 412, 'the old ETag no longer matches')
@@ -208,14 +287,25 @@ t.test('If-Match takes the ETag GET sent, whatever the text needs escaped (quote
   t.equal(deleted.statusCode, 204, 'the ETag PUT answered is the one DELETE accepts')
 })
 
-t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and honours If-Match', async (t) => {
+t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and honours If-Match', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
-  const post = await createPost(app, creator, { title: 'First title', tags: ['a'], body: 'text', media_url: MEDIA, published_at: '2026-01-01T00:00:00Z' })
+  const post = await createPost(app, creator, {
+    title: 'First title',
+    tags: ['a'],
+    body: 'text',
+    media_url: MEDIA,
+    published_at: '2026-01-01T00:00:00Z'
+  })
   const url = `/v1/posts/${post.id}`
   const etag = (await app.inject({ method: 'GET', url })).headers.etag as string
 
-  const stale = await app.inject({ method: 'PUT', url, headers: { ...creator.headers, 'if-match': '"stale"' }, payload: { title: 'Changed', type: 'ARTICLE' } })
+  const stale = await app.inject({
+    method: 'PUT',
+    url,
+    headers: { ...creator.headers, 'if-match': '"stale"' },
+    payload: { title: 'Changed', type: 'ARTICLE' }
+  })
   t.equal(stale.statusCode, 412)
   t.equal(json(stale).code, 'PreconditionFailed')
   t.same(json(await app.inject({ method: 'GET', url })), post, 'a stale If-Match changes nothing')
@@ -229,9 +319,18 @@ t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and hon
   t.equal(json(await app.inject({ method: 'PUT', url, headers: banned.headers, payload: { title: 'x', type: 'ARTICLE' } })).code, 'UserIsBanned')
   const missing = await app.inject({ method: 'PUT', url: `/v1/posts/${MISSING}`, headers: creator.headers, payload: { title: 'x', type: 'ARTICLE' } })
   t.equal(json(missing).code, 'PostNotFound')
-  t.equal((await app.inject({ method: 'PUT', url, headers: creator.headers, payload: { type: 'ARTICLE' } })).statusCode, 422, 'PUT takes the create body: title required')
+  t.equal(
+    (await app.inject({ method: 'PUT', url, headers: creator.headers, payload: { type: 'ARTICLE' } })).statusCode,
+    422,
+    'PUT takes the create body: title required'
+  )
 
-  const res = await app.inject({ method: 'PUT', url, headers: { ...creator.headers, 'if-match': etag }, payload: { title: 'New title', type: 'COURSE', tags: ['B'] } })
+  const res = await app.inject({
+    method: 'PUT',
+    url,
+    headers: { ...creator.headers, 'if-match': etag },
+    payload: { title: 'New title', type: 'COURSE', tags: ['B'] }
+  })
   t.equal(res.statusCode, 200)
   const updated = json(res)
   t.match(updated, { id: post.id, title: 'New title', type: 'COURSE', tags: ['b'], body: '', media_url: null })
@@ -241,9 +340,20 @@ t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and hon
   t.not(res.headers.etag, etag, 'the ETag changes with the post')
   t.equal(res.headers.etag, (await app.inject({ method: 'GET', url })).headers.etag, 'PUT answers the ETag a GET gives')
   const tags = await app.db.selectFrom('post_tag').select('tag').where('post_id', '=', post.id).execute()
-  t.same(tags.map(r => r.tag), ['b'], 'the tag rows follow')
+  t.same(
+    tags.map(r => r.tag),
+    ['b'],
+    'the tag rows follow'
+  )
 
-  const draft = json(await app.inject({ method: 'PUT', url, headers: creator.headers, payload: { title: 'New title', type: 'COURSE', slug: 'renamed', published_at: null } }))
+  const draft = json(
+    await app.inject({
+      method: 'PUT',
+      url,
+      headers: creator.headers,
+      payload: { title: 'New title', type: 'COURSE', slug: 'renamed', published_at: null }
+    })
+  )
   t.match(draft, { slug: 'renamed', published_at: null })
   t.equal((await app.inject({ method: 'GET', url })).statusCode, 404, 'unpublished again: hidden')
   const strangerOnDraft = await app.inject({ method: 'PUT', url, headers: stranger.headers, payload: { title: 'x', type: 'ARTICLE' } })
@@ -255,7 +365,7 @@ t.test('PUT /v1/posts/{postId} replaces the writable fields (owner only) and hon
   t.equal(json(clash).code, 'Conflict')
 })
 
-t.test('DELETE /v1/posts/{postId}: owner, If-Match, 204, and everything under it goes', async (t) => {
+t.test('DELETE /v1/posts/{postId}: owner, If-Match, 204, and everything under it goes', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const reader = await createUser(app)
@@ -284,7 +394,7 @@ t.test('DELETE /v1/posts/{postId}: owner, If-Match, 204, and everything under it
   }
 })
 
-t.test('GET /v1/posts: list bounds, envelope, Link header', async (t) => {
+t.test('GET /v1/posts: list bounds, envelope, Link header', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   for (let i = 0; i < 12; i++) await createPost(app, creator)
@@ -299,15 +409,18 @@ t.test('GET /v1/posts: list bounds, envelope, Link header', async (t) => {
   const second = await app.inject({ method: 'GET', url: '/v1/posts?type=ARTICLE&limit=5&offset=10' })
   t.equal(json(second).posts.length, 2)
   t.equal(json(second).total, 12)
-  t.equal(second.headers.link, '</v1/posts?type=ARTICLE&limit=5&offset=5>; rel="prev", </v1/posts?type=ARTICLE&limit=5&offset=0>; rel="first"',
-    'prev and first keep the other parameters')
+  t.equal(
+    second.headers.link,
+    '</v1/posts?type=ARTICLE&limit=5&offset=5>; rel="prev", </v1/posts?type=ARTICLE&limit=5&offset=0>; rel="first"',
+    'prev and first keep the other parameters'
+  )
   const middle = await app.inject({ method: 'GET', url: '/v1/posts?limit=4&offset=4' })
   t.match(middle.headers.link, /offset=8>; rel="next".*offset=0>; rel="prev"/)
   const beyond = json(await app.inject({ method: 'GET', url: '/v1/posts?offset=50' }))
   t.same(beyond, { posts: [], total: 12 }, 'past the end: an empty page, the total still counted')
 })
 
-t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and creator_id', async (t) => {
+t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and creator_id', async t => {
   const app = await build(t)
   const ada = await createCreator(app)
   const bob = await createCreator(app)
@@ -317,7 +430,8 @@ t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and
   await backdate(app, a.id, 30)
   await backdate(app, b.id, 20)
   await backdate(app, c.id, 10)
-  const ids = async (query: string) => json(await app.inject({ method: 'GET', url: `/v1/posts?${query}` })).posts.map((p: { title: string }) => p.title)
+  const ids = async (query: string) =>
+    json(await app.inject({ method: 'GET', url: `/v1/posts?${query}` })).posts.map((p: { title: string }) => p.title)
 
   t.same(await ids('sort=title'), ['Alpha', 'Bravo', 'Charlie'])
   t.same(await ids('sort=-title'), ['Charlie', 'Bravo', 'Alpha'])
@@ -342,7 +456,7 @@ t.test('GET /v1/posts: sorting both ways and the filters type, tags (all of) and
   t.equal(json(await app.inject({ method: 'GET', url: '/v1/posts?tags=rust&limit=1' })).total, 2, 'total counts the filtered set')
 })
 
-t.test('GET /v1/posts: default order is the latest of updated_at, published_at, created_at; an update moves a post up', async (t) => {
+t.test('GET /v1/posts: default order is the latest of updated_at, published_at, created_at; an update moves a post up', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
   const a = await createPost(app, creator, { title: 'A' })
@@ -362,17 +476,31 @@ t.test('GET /v1/posts: default order is the latest of updated_at, published_at, 
   const old = new Date(Date.now() - 60 * 60_000).toISOString()
   const late = new Date(Date.now() - 5 * 60_000).toISOString()
   await app.db.updateTable('post').set({ created_at: old, updated_at: old }).where('id', '=', b.id).execute()
-  const put = await app.inject({ method: 'PUT', url: `/v1/posts/${b.id}`, headers: creator.headers, payload: { title: 'B', type: 'ARTICLE', published_at: late } })
+  const put = await app.inject({
+    method: 'PUT',
+    url: `/v1/posts/${b.id}`,
+    headers: creator.headers,
+    payload: { title: 'B', type: 'ARTICLE', published_at: late }
+  })
   t.equal(put.statusCode, 200)
   const row = await app.db.selectFrom('post').select(['sort_at', 'updated_at']).where('id', '=', b.id).executeTakeFirstOrThrow()
   t.equal(new Date(row.sort_at).toISOString(), new Date(row.updated_at).toISOString(), 'sort_at is the latest of the three')
 })
 
-t.test('POST /v1/posts with Idempotency-Key: replay, other body, concurrency', async (t) => {
+t.test('POST /v1/posts with Idempotency-Key: replay, other body, concurrency', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
-  const count = async () => Number((await app.db.selectFrom('post').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
-  const send = (key: string, payload: object) => app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'idempotency-key': key }, payload })
+  const count = async () =>
+    Number(
+      (
+        await app.db
+          .selectFrom('post')
+          .select(eb => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n
+    )
+  const send = (key: string, payload: object) =>
+    app.inject({ method: 'POST', url: '/v1/posts', headers: { ...creator.headers, 'idempotency-key': key }, payload })
 
   const first = await send('key-1', { title: 'Once', type: 'ARTICLE' })
   t.equal(first.statusCode, 201)
@@ -400,21 +528,34 @@ t.test('POST /v1/posts with Idempotency-Key: replay, other body, concurrency', a
 })
 
 // The key's hooks run after the route's own checks. Why: docs/decisions/0008-per-route-hooks.md
-t.test('POST /v1/posts: the Idempotency-Key is read only once the caller may create', async (t) => {
+t.test('POST /v1/posts: the Idempotency-Key is read only once the caller may create', async t => {
   const app = await build(t)
   const reader = await createUser(app)
-  const keys = async () => Number((await app.db.selectFrom('idempotency_key').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+  const keys = async () =>
+    Number(
+      (
+        await app.db
+          .selectFrom('idempotency_key')
+          .select(eb => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n
+    )
   const send = (user: { headers: Record<string, string> }, key: string) =>
-    app.inject({ method: 'POST', url: '/v1/posts', headers: { ...user.headers, 'idempotency-key': key }, payload: { title: 'Kept', type: 'ARTICLE' } })
+    app.inject({
+      method: 'POST',
+      url: '/v1/posts',
+      headers: { ...user.headers, 'idempotency-key': key },
+      payload: { title: 'Kept', type: 'ARTICLE' }
+    })
 
-  t.equal((await send(reader, 'not a key')).statusCode, 403, 'a non-creator with a malformed key: 403, not the key\'s 422')
+  t.equal((await send(reader, 'not a key')).statusCode, 403, "a non-creator with a malformed key: 403, not the key's 422")
   t.equal((await send(reader, 'key-r')).statusCode, 403, 'a non-creator with a well-formed key: 403')
   t.equal(await keys(), 0, 'no key was written for them')
 
   const creator = await createCreator(app)
-  t.equal((await send(creator, 'not a key')).statusCode, 422, 'a creator with a malformed key: the key\'s 422')
+  t.equal((await send(creator, 'not a key')).statusCode, 422, "a creator with a malformed key: the key's 422")
   t.equal((await send(creator, 'key-c')).statusCode, 201)
-  t.equal(await keys(), 1, 'the creator\'s key is stored')
+  t.equal(await keys(), 1, "the creator's key is stored")
   await app.db.updateTable('user').set({ is_creator: false }).where('id', '=', creator.id).execute()
   t.equal((await send(creator, 'key-c')).statusCode, 403, 'once no longer a creator, a stored key replays nothing: 403')
 })

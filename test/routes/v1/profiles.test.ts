@@ -20,7 +20,7 @@ function rulesFor (res: LightMyRequestResponse, field: string): string[] {
   return (json(res).errors ?? []).filter((e: { field: string }) => e.field === field).map((e: { rule: string }) => e.rule)
 }
 
-t.test('POST /v1/profiles signs up: 201, Location, the private profile, no password data', async (t) => {
+t.test('POST /v1/profiles signs up: 201, Location, the private profile, no password data', async t => {
   const app = await build(t)
   const res = await signUp(app, {
     username: '  Ada_Lovelace-1 ',
@@ -60,14 +60,14 @@ t.test('POST /v1/profiles signs up: 201, Location, the private profile, no passw
   t.equal(json(read).username, 'ada_lovelace-1')
 })
 
-t.test('optional fields default to null', async (t) => {
+t.test('optional fields default to null', async t => {
   const app = await build(t)
   const res = await signUp(app, signUpBody())
   t.equal(res.statusCode, 201)
   t.match(json(res), { last_name: null, age: null, favorite_band: null, website: null, avatar_url: null })
 })
 
-t.test('validation rules at their boundaries', async (t) => {
+t.test('validation rules at their boundaries', async t => {
   const app = await build(t)
   const cases: Array<[string, string, Record<string, unknown>, boolean, (string | string[])?]> = [
     ['first_name of 0 characters', '/first_name', { first_name: '' }, false, 'minLength'],
@@ -113,7 +113,7 @@ t.test('validation rules at their boundaries', async (t) => {
   }
 })
 
-t.test('username `me` in any case and with spaces is refused with InvalidUserData', async (t) => {
+t.test('username `me` in any case and with spaces is refused with InvalidUserData', async t => {
   const app = await build(t)
   for (const username of ['me', 'ME', '  Me ', '\tmE\n']) {
     const res = await signUp(app, signUpBody({ username }))
@@ -126,7 +126,7 @@ t.test('username `me` in any case and with spaces is refused with InvalidUserDat
   t.equal(json(await signUp(app, signUpBody({ username: 'meme' }))).username, 'meme', 'only exactly `me` is reserved')
 })
 
-t.test('a taken username or e-mail is 409, whatever its case', async (t) => {
+t.test('a taken username or e-mail is 409, whatever its case', async t => {
   const app = await build(t)
   t.equal((await signUp(app, signUpBody({ username: 'taken', email: 'taken@example.com' }))).statusCode, 201)
   const sameName = await signUp(app, signUpBody({ username: ' TAKEN ' }))
@@ -136,17 +136,20 @@ t.test('a taken username or e-mail is 409, whatever its case', async (t) => {
   const sameEmail = await signUp(app, signUpBody({ email: 'Taken@Example.com' }))
   t.equal(sameEmail.statusCode, 409)
   t.equal(json(sameEmail).detail, 'this e-mail address is already taken')
-  const count = await app.db.selectFrom('user').select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const count = await app.db
+    .selectFrom('user')
+    .select(eb => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   t.equal(Number(count.n), 1, 'nothing else was created')
 })
 
-t.test('two concurrent sign-ups for one username: exactly one wins', async (t) => {
+t.test('two concurrent sign-ups for one username: exactly one wins', async t => {
   const app = await build(t)
   const results = await Promise.all([1, 2, 3].map(i => signUp(app, signUpBody({ username: 'racer', email: `racer${i}@example.com` }))))
   t.same(results.map(r => r.statusCode).sort(), [201, 409, 409])
 })
 
-t.test('an Idempotency-Key retry of a sign-up answers the first response and creates nothing', async (t) => {
+t.test('an Idempotency-Key retry of a sign-up answers the first response and creates nothing', async t => {
   const app = await build(t)
   const body = signUpBody()
   const first = await signUp(app, body, { 'idempotency-key': 'signup-1' })
@@ -157,62 +160,77 @@ t.test('an Idempotency-Key retry of a sign-up answers the first response and cre
   t.equal(again.headers.location, first.headers.location)
 })
 
-t.test('GET /v1/profiles/{profileId}', async (t) => {
+t.test('GET /v1/profiles/{profileId}', async t => {
   const app = await build(t)
   const user = await createUser(app, { firstName: 'Grace', lastName: 'Hopper' })
 
-  t.test('answers the public profile with an ETag, and 304 for If-None-Match', async (t) => {
+  t.test('answers the public profile with an ETag, and 304 for If-None-Match', async t => {
     const res = await app.inject({ method: 'GET', url: `/v1/profiles/${user.id}` })
     t.equal(res.statusCode, 200)
-    t.same(Object.keys(json(res)).sort(), ['age', 'avatar_url', 'created_at', 'favorite_band', 'first_name', 'id', 'is_creator', 'last_name', 'updated_at', 'username', 'website'])
+    t.same(Object.keys(json(res)).sort(), [
+      'age',
+      'avatar_url',
+      'created_at',
+      'favorite_band',
+      'first_name',
+      'id',
+      'is_creator',
+      'last_name',
+      'updated_at',
+      'username',
+      'website'
+    ])
     t.match(json(res), { id: user.id, username: user.username, first_name: 'Grace', last_name: 'Hopper', is_creator: false })
     t.ok(res.headers.etag)
     const cached = await app.inject({ method: 'GET', url: `/v1/profiles/${user.id}`, headers: { 'if-none-match': res.headers.etag as string } })
     t.equal(cached.statusCode, 304)
   })
 
-  t.test('is public: a token is not needed', async (t) => {
+  t.test('is public: a token is not needed', async t => {
     t.equal((await app.inject({ method: 'GET', url: `/v1/profiles/${user.id}` })).statusCode, 200)
   })
 
-  t.test('404 ProfileNotFound for an unknown id', async (t) => {
+  t.test('404 ProfileNotFound for an unknown id', async t => {
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/7f1d3c1e-8b1a-4c39-9a0e-2f1c7e5d9b10' })
     t.equal(res.statusCode, 404)
     t.equal(json(res).code, 'ProfileNotFound')
   })
 
-  t.test('422 for a malformed id', async (t) => {
+  t.test('422 for a malformed id', async t => {
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/not-a-uuid' })
     t.equal(res.statusCode, 422)
-    t.same(json(res).errors.map((e: { in: string, field: string }) => [e.in, e.field]), [['path', '/profileId']])
+    t.same(
+      json(res).errors.map((e: { in: string; field: string }) => [e.in, e.field]),
+      [['path', '/profileId']]
+    )
   })
 })
 
-t.test('GET /v1/profiles/me', async (t) => {
+t.test('GET /v1/profiles/me', async t => {
   const app = await build(t)
   const user = await createUser(app)
 
-  t.test('answers the caller\'s profile with the e-mail (`me` wins over {profileId})', async (t) => {
+  t.test("answers the caller's profile with the e-mail (`me` wins over {profileId})", async t => {
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: user.headers })
     t.equal(res.statusCode, 200)
     t.match(json(res), { id: user.id, username: user.username, email: user.email })
     t.ok(res.headers.etag)
   })
 
-  t.test('401 NotAuthenticated without a token', async (t) => {
+  t.test('401 NotAuthenticated without a token', async t => {
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/me' })
     t.equal(res.statusCode, 401)
     t.equal(json(res).code, 'NotAuthenticated')
     t.equal(res.headers['www-authenticate'], 'Bearer')
   })
 
-  t.test('401 InvalidCredentials with a bad token', async (t) => {
+  t.test('401 InvalidCredentials with a bad token', async t => {
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: { authorization: 'Bearer a.b.c' } })
     t.equal(res.statusCode, 401)
     t.equal(json(res).code, 'InvalidCredentials')
   })
 
-  t.test('403 UserIsBanned for a banned user', async (t) => {
+  t.test('403 UserIsBanned for a banned user', async t => {
     const banned = await createUser(app, { active: false })
     const res = await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: banned.headers })
     t.equal(res.statusCode, 403)
@@ -220,16 +238,30 @@ t.test('GET /v1/profiles/me', async (t) => {
   })
 })
 
-t.test('PUT /v1/profiles/me', async (t) => {
+t.test('PUT /v1/profiles/me', async t => {
   const app = await build(t)
   const put = (headers: Record<string, string>, payload: Record<string, unknown>) =>
     app.inject({ method: 'PUT', url: '/v1/profiles/me', headers, payload })
 
-  t.test('replaces the writable fields and answers the profile', async (t) => {
+  t.test('replaces the writable fields and answers the profile', async t => {
     const user = await createUser(app, { lastName: 'Before' })
-    const res = await put(user.headers, { first_name: 'After', age: 40, favorite_band: 'ABBA', website: 'http://me.example.com', avatar_url: ALLOWED_AVATAR })
+    const res = await put(user.headers, {
+      first_name: 'After',
+      age: 40,
+      favorite_band: 'ABBA',
+      website: 'http://me.example.com',
+      avatar_url: ALLOWED_AVATAR
+    })
     t.equal(res.statusCode, 200)
-    t.match(json(res), { id: user.id, first_name: 'After', last_name: null, age: 40, favorite_band: 'ABBA', website: 'http://me.example.com', avatar_url: ALLOWED_AVATAR })
+    t.match(json(res), {
+      id: user.id,
+      first_name: 'After',
+      last_name: null,
+      age: 40,
+      favorite_band: 'ABBA',
+      website: 'http://me.example.com',
+      avatar_url: ALLOWED_AVATAR
+    })
     t.ok(res.headers.etag)
     const read = json(await app.inject({ method: 'GET', url: `/v1/profiles/${user.id}` }))
     t.equal(read.first_name, 'After')
@@ -239,7 +271,7 @@ t.test('PUT /v1/profiles/me', async (t) => {
     t.match(json(cleared), { avatar_url: null, age: null })
   })
 
-  t.test('avatar_url on a foreign host fails with the host rule message', async (t) => {
+  t.test('avatar_url on a foreign host fails with the host rule message', async t => {
     const user = await createUser(app)
     for (const url of ['https://evil.example.com/a.png', 'http://127.0.0.1:3001/a.png', 'javascript:alert(1)', 'not a url']) {
       const res = await put(user.headers, { first_name: 'X', avatar_url: url })
@@ -248,7 +280,7 @@ t.test('PUT /v1/profiles/me', async (t) => {
     }
   })
 
-  t.test('first_name and age boundaries apply here too', async (t) => {
+  t.test('first_name and age boundaries apply here too', async t => {
     const user = await createUser(app)
     t.equal((await put(user.headers, { first_name: '' })).statusCode, 422)
     t.equal((await put(user.headers, { first_name: 'a'.repeat(129) })).statusCode, 422)
@@ -259,7 +291,7 @@ t.test('PUT /v1/profiles/me', async (t) => {
     t.equal((await put(user.headers, { first_name: 'A', email: 'x@example.com' })).statusCode, 422, 'email is not writable here')
   })
 
-  t.test('a stale If-Match is 412 and changes nothing; the current one works', async (t) => {
+  t.test('a stale If-Match is 412 and changes nothing; the current one works', async t => {
     const user = await createUser(app, { firstName: 'Kept' })
     const current = await app.inject({ method: 'GET', url: '/v1/profiles/me', headers: user.headers })
     const stale = await put({ ...user.headers, 'if-match': '"stale"' }, { first_name: 'Changed' })
@@ -270,7 +302,7 @@ t.test('PUT /v1/profiles/me', async (t) => {
     t.equal(fresh.statusCode, 200)
   })
 
-  t.test('401 without a token, 403 for a banned user', async (t) => {
+  t.test('401 without a token, 403 for a banned user', async t => {
     t.equal((await put({}, { first_name: 'X' })).statusCode, 401)
     const banned = await createUser(app, { active: false })
     const res = await put(banned.headers, { first_name: 'X' })
@@ -279,14 +311,18 @@ t.test('PUT /v1/profiles/me', async (t) => {
   })
 })
 
-t.test('the OpenAPI document declares the bearer scheme and every error of these routes', async (t) => {
+t.test('the OpenAPI document declares the bearer scheme and every error of these routes', async t => {
   const app = await build(t)
   const doc = app.openapi('v1')
   t.ok(doc.components.securitySchemes.bearerAuth)
   const me = doc.paths['/v1/profiles/me']
   t.same(me.get.security, [{ bearerAuth: [] }])
   const has = (responses: Record<string, unknown>, statuses: string[]) =>
-    t.same(statuses.filter(s => !(s in responses)), [], `declares ${statuses.join(', ')}`)
+    t.same(
+      statuses.filter(s => !(s in responses)),
+      [],
+      `declares ${statuses.join(', ')}`
+    )
   has(me.put.responses, ['200', '401', '403', '412', '422'])
   has(me.get.responses, ['200', '304', '401', '403'])
   has(doc.paths['/v1/profiles'].post.responses, ['201', '409', '422'])
@@ -296,7 +332,7 @@ t.test('the OpenAPI document declares the bearer scheme and every error of these
   t.match(me.get.responses['403'].description, /UserIsBanned/)
 })
 
-t.test('no password or hash in any log line of sign-up, accepted or refused', async (t) => {
+t.test('no password or hash in any log line of sign-up, accepted or refused', async t => {
   const logs: string[] = []
   const app = await build(t, { logs })
   t.equal((await signUp(app, signUpBody({ password: 'sekrit-pass-12' }))).statusCode, 201)
