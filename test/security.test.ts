@@ -10,7 +10,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, json, TEST_SECRET } from './helper.js'
-import { createCreator, createUser, type TestUser } from './fixtures.js'
+import { createCreator, createUser, verifyEmail, type TestUser } from './fixtures.js'
 import { Gen, operationsOf, seed, type Operation, type Schema } from './contract.js'
 
 const TABLES = [
@@ -78,7 +78,23 @@ const OWNERSHIP: Record<string, 'owner' | 'anyone'> = {
   createStudent: 'owner',
   listStudents: 'owner',
   getStudent: 'owner',
-  getClass: 'anyone' // a class is public; its students are not
+  getClass: 'anyone', // a class is public; its students are not
+  updateClass: 'owner',
+  patchClass: 'owner',
+  deleteClass: 'owner',
+  updateStudent: 'owner',
+  patchStudent: 'owner',
+  deleteStudent: 'owner',
+  updateChapter: 'owner',
+  patchChapter: 'owner',
+  deleteChapter: 'owner',
+  updateLesson: 'owner',
+  patchLesson: 'owner',
+  deleteLesson: 'owner',
+  updateReview: 'owner',
+  patchReview: 'owner',
+  deleteReview: 'owner',
+  deleteMedia: 'owner'
 }
 
 function b64 (value: unknown): string {
@@ -375,6 +391,23 @@ t.test('broken object level authorisation: another user can neither read nor cha
   ids.profileId = [owner.id]
   ids.userId = [owner.id]
   await reviewAndHarvestAlerts(app, ids, owner, other)
+  // what the generic seed cannot reach: a lesson (its item lives at /v1/lessons) and an upload (multipart)
+  const lesson = await app.inject({
+    method: 'POST',
+    url: `/v1/courses/${ids.courseId[0]}/chapters/${ids.chapterId[0]}/lessons`,
+    headers: owner.headers,
+    payload: { title: 'A lesson' }
+  })
+  ids.lessonId = [json(lesson).id]
+  await verifyEmail(app, owner)
+  const boundary = 'bola-boundary'
+  const upload = await app.inject({
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...owner.headers, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    payload: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nowner's bytes\r\n--${boundary}--\r\n`
+  })
+  ids.mediaId = [json(upload).id]
 
   const owned = authenticatedOps(app).filter(o => tokenRequired(o) && o.path.includes('{'))
   const unlisted = owned.filter(o => !OWNERSHIP[o.op.operationId])
