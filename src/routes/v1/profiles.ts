@@ -6,7 +6,7 @@ import { MyProfile, Profile, ProfileCreate, ProfileParams, ProfilePatch, Profile
 import { getMyProfile, getProfile, profileFields, signUp, updateMe } from '../../domain/users.js'
 import { created } from '../replies.js'
 import { registerUpdates } from '../updates.js'
-import { publicBodyLimit } from '../guards.js'
+import { authErrors, publicBodyLimit } from '../guards.js'
 
 const tags = ['profiles']
 
@@ -49,7 +49,7 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
 
 const me: FastifyPluginAsyncTypebox = async (fastify) => {
   const security = [{ bearerAuth: [] }]
-  const errors = errorResponses('NotAuthenticated', 'InvalidCredentials', 'UserIsBanned')
+  const errors = errorResponses(...authErrors)
   fastify.addHook('onRequest', fastify.authenticate)
 
   fastify.get('/profiles/me', {
@@ -70,7 +70,7 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     body: ProfileUpdate,
     patchBody: ProfilePatch,
     response: MyProfile,
-    errors: ['NotAuthenticated', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'PreconditionFailed'],
+    errors: [...authErrors, 'ValidationFailed', 'PreconditionFailed'],
     put: {
       operationId: 'updateMyProfile',
       description: 'Signed-in users: replaces the writable fields of the caller\'s own profile (an absent field becomes null); ' +
