@@ -15,6 +15,12 @@ declare module 'fastify' {
      * response schema. If-Match compares against it (assertIfMatch).
      */
     representationTag: (resource: unknown) => string
+    /**
+     * The one conditional-GET rule: sends `etag`, and on GET or HEAD whose If-None-Match names it
+     * sets 304 and returns true. JSON answers are tagged after serialization (`config.etag`); a
+     * route that sends its own bytes (media) calls it with theirs.
+     */
+    conditional: (etag: string) => boolean
   }
 }
 
@@ -53,12 +59,7 @@ export default fp(async (fastify) => {
     if (reply.statusCode === 304) return done(null, notModified(reply))
     // other answers, and a route's own bytes (a stream or a buffer: media sets their ETag itself)
     if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
-    const etag = etagOf(payload)
-    reply.header('etag', etag)
-    if ((request.method === 'GET' || request.method === 'HEAD') && etagMatches(request.headers['if-none-match'], etag)) {
-      reply.code(304)
-      return done(null, notModified(reply))
-    }
+    if (reply.conditional(etagOf(payload))) return done(null, notModified(reply))
     done(null, payload)
   }
 
@@ -70,6 +71,13 @@ export default fp(async (fastify) => {
     const methods = [route.method].flat()
     const schema = (route.schema?.response as Record<string, unknown> | undefined)?.[200]
     if (methods.includes('GET') && schema !== undefined) representations.set(route.url, jsonSchemaOf(schema))
+  })
+  fastify.decorateReply('conditional', function (this: FastifyReply, etag: string) {
+    this.header('etag', etag)
+    const { method, headers } = this.request
+    if ((method !== 'GET' && method !== 'HEAD') || !etagMatches(headers['if-none-match'], etag)) return false
+    this.code(304)
+    return true
   })
   fastify.decorateReply('representationTag', function (this: FastifyReply, resource: unknown) {
     const url = this.request.routeOptions.url ?? ''

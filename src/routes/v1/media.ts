@@ -21,7 +21,6 @@ import {
   type MediaRow
 } from '../../domain/media.js'
 import { requireVerifiedAddress } from '../../domain/email-verification.js'
-import { etagMatches } from '../../../plugins/etag.js'
 import { created } from '../replies.js'
 
 // The bytes go out as a stream, never through a serializer.
@@ -77,8 +76,8 @@ const media: FastifyPluginAsyncTypebox = async fastify => {
       if (wanted === JSON_TYPE) return toMedia(row, fastify.config.mediaPublicUrl)
       if (wanted === false) throw new AppError('NotAcceptable', `this media is available as ${row.content_type} or ${JSON_TYPE}`)
       const etag = bytesEtag(row)
-      reply.header('etag', etag).header('accept-ranges', 'bytes')
-      if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
+      reply.header('accept-ranges', 'bytes')
+      if (reply.conditional(etag)) return reply.send(null)
       const range = pickRange(Number(row.size), request.headers.range, request.headers['if-range'], etag)
       const stream = await storage.open(row.storage_key, range ?? undefined)
       if (!stream) throw new AppError('MediaNotFound', `the file of media ${row.id} is gone`)
