@@ -90,10 +90,11 @@ t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; norma
 
   // Ordinary requests from another address until every slow one is cut (a server that never cuts
   // one fails at tap's timeout). No answer's time is asserted: on a busy machine it says nothing of
-  // the server. What is: the answers came while all the slow connections were held.
+  // the server. What is: answers came while slow connections of every kind were held (on a busy
+  // machine the first of the 300 may be cut before the last is open).
   const statuses: number[] = []
   let whileHeld = 0
-  const allHeld = () => slows.every(s => s.closedAt === undefined)
+  const allHeld = () => Object.keys(kinds).every(kind => slows.some(s => s.kind === kind && s.closedAt === undefined))
   while (slows.some(s => s.closedAt === undefined)) {
     const held = allHeld()
     const res = await fetch(`http://127.0.0.1:${port}/health`)
@@ -103,7 +104,7 @@ t.test(`${PER_KIND * 3} slow connections are each cut after their timeout; norma
     await sleep(100)
   }
   t.same(statuses.filter(s => s !== 200), [], `every normal request got 200 (${statuses.length} sent)`)
-  t.ok(whileHeld >= 1, `normal requests were answered while all ${slows.length} slow connections were held (${whileHeld})`)
+  t.ok(whileHeld >= 1, `normal requests were answered while slow connections of every kind were held (${whileHeld})`)
 
   for (const [kind, { limit }] of Object.entries(kinds)) {
     const mine = slows.filter(s => s.kind === kind)
