@@ -8,7 +8,8 @@ import { writeTimeIso, clockMs } from '../db/clock.js'
 import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
-import { isPostgres, type Executor } from '../db/dialect.js'
+import type { Executor } from '../db/dialect.js'
+import { writeTogether } from '../db/write-together.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
@@ -287,13 +288,15 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
     updated_at: now,
     sort_at: latest(now, publishedAt)
   }
-  // PostgreSQL: one statement, one round trip, atomic by itself. SQLite, in process, keeps its transaction.
-  if (isPostgres(db)) return withSlugConflict(() => slug, async () => toPost((await insertPostReturning(db, undefined, row))[0]))
-  return inTransaction(db, () => slug, async trx => {
-    await insertPost(trx, undefined, row)
-    await writeTags(trx, id, tags)
-    return toPost((await postById(trx, id))[0])
-  })
+  return withSlugConflict(() => slug, () => writeTogether(
+    db,
+    async db => toPost((await insertPostReturning(db, undefined, row))[0]),
+    async trx => {
+      await insertPost(trx, undefined, row)
+      await writeTags(trx, id, tags)
+      return toPost((await postById(trx, id))[0])
+    }
+  ))
 }
 
 /**
@@ -421,10 +424,10 @@ const insertTags = cachedStatementPerShape((db, _: undefined, v: { postId: strin
 )
 
 /**
- * PostgreSQL's create in one statement: the post and its tags inserted by data-modifying CTEs (the
- * tag rows from the post's own JSON list of them, so any number of tags is one shape), the post read
- * back from the first with its creator joined, as postById reads it. The tag rows' foreign key is
- * checked at the statement's end, when the post is there.
+ * The create in one statement (writeTogether's): the post and its tags inserted by data-modifying
+ * CTEs (the tag rows from the post's own JSON list of them, so any number of tags is one shape),
+ * the post read back from the first with its creator joined, as postById reads it. The tag rows'
+ * foreign key is checked at the statement's end, when the post is there.
  */
 const insertPostReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<PostTable> & Values) =>
   withPerson(
