@@ -7,7 +7,8 @@
  *   GET  /v1/posts               page + total (filters type, tags, creator_id; limit, offset)
  *   GET  /v1/posts/:postId       one published post, with its ETag
  *   GET  /v1/users/me/posts      bearer JWT (HS256, verified-token cache) + user row, the caller's posts
- *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back in one transaction
+ *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back: on PostgreSQL in one
+ *                                statement (WITH … INSERT … RETURNING), on SQLite in one transaction
  *
  * BASELINE_FEATURES=1 makes it the like-for-like baseline: Roja's production features from the same
  * well-kept plugins, configured as Roja configures them and used the plain way (helmet run per
@@ -112,17 +113,24 @@ function openSqlite (): Db {
 
 const db = postgres ? openPg() : openSqlite()
 
-const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "post"."body", "post"."tags", "post"."media_url",
+const COLUMNS = `"post"."id", "post"."type", "post"."slug", "post"."title", "post"."body", "post"."word_count", "post"."tags", "post"."media_url",
   "post"."published_at", "post"."created_at", "post"."updated_at", "post"."creator_id", "user"."username", "profile"."first_name", "profile"."last_name"`
 const FROM = 'from "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"'
 const SORT = 'order by "post"."sort_at" desc, "post"."id" desc'
 const BY_ID = `select ${COLUMNS} ${FROM} where "post"."id" = ?`
 const USER = 'select "id", "username", "email", "is_creator", "is_active" from "user" where "id" = ?'
-const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "tags", "media_url", "published_at",
-  "created_at", "updated_at", "sort_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "title", "body", "word_count", "tags", "media_url", "published_at",
+  "created_at", "updated_at", "sort_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// PostgreSQL's create, as Roja's: the post, its tags (from the post's JSON list) and its read-back in one statement.
+const CREATE_POST = `with "new_post" as (${INSERT_POST} returning *), "new_post_tag" as (insert into "post_tag" ("post_id", "tag")
+  select "new_post"."id", json_array_elements_text(new_post.tags::json) as "tag" from "new_post") select ${COLUMNS}
+  from "new_post" as "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
 
 // Timestamps arrive as toISOString's text on both databases: the output form is cut from it, as Roja does.
 const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) : new Date(v).toISOString().slice(0, 19)) + '+0000'
+
+/** Roja's word count: runs of characters between white space (null on a post an older release wrote). */
+const words = (body: string) => body.split(/\s+/).filter(w => w !== '').length
 
 function toPost (r: Row) {
   return {
@@ -131,6 +139,7 @@ function toPost (r: Row) {
     slug: r.slug,
     title: r.title,
     body: r.body,
+    word_count: r.word_count ?? words(r.body),
     tags: JSON.parse(r.tags),
     media_url: r.media_url,
     creator: { id: r.creator_id, username: r.username, first_name: r.first_name, last_name: r.last_name },
@@ -332,11 +341,16 @@ app.post('/v1/posts', async (request, reply) => {
   const id = randomUUID()
   const now = new Date().toISOString()
   const tags = [...new Set((input.tags ?? []).map(t => t.toLowerCase()))]
-  const values = [id, me.id, input.type, input.slug, input.title, input.body ?? '', JSON.stringify(tags), null, now, now, now, now]
-  const statements: Statement[] = [[INSERT_POST, values]]
-  if (tags.length > 0) { statements.push([`insert into "post_tag" ("post_id", "tag") values ${tags.map(() => '(?, ?)').join(', ')}`, tags.flatMap(tag => [id, tag])]) }
-  statements.push([BY_ID, [id]])
-  const [row] = await db.transaction(statements)
+  const body = input.body ?? ''
+  const values = [id, me.id, input.type, input.slug, input.title, body, words(body), JSON.stringify(tags), null, now, now, now, now]
+  let row: Row
+  if (postgres) [row] = await db.all(CREATE_POST, values)
+  else {
+    const statements: Statement[] = [[INSERT_POST, values]]
+    if (tags.length > 0) { statements.push([`insert into "post_tag" ("post_id", "tag") values ${tags.map(() => '(?, ?)').join(', ')}`, tags.flatMap(tag => [id, tag])]) }
+    statements.push([BY_ID, [id]])
+    ;[row] = await db.transaction(statements)
+  }
   return reply.code(201).header('location', `/v1/posts/${id}`).send(toPost(row))
 })
 

@@ -70,8 +70,8 @@ const DIALECTS = (env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',')
 const PG_URL = env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const CPU_PROF = env.BENCH_CPU_PROF === '1'
 const REUSE = env.BENCH_REUSE === '1'
-// BENCH_BEFORE=<git rev>: Roja as it was at that commit runs beside today's in `chain` and `uncached`
-// (same database, same requests, same rounds): a change's before/after measured in one run.
+// BENCH_BEFORE=<git rev>: Roja as it was at that commit runs beside today's in `chain`, `uncached` and
+// `writes` (same data, same requests, same rounds): a change's before/after measured in one run.
 const BEFORE = env.BENCH_BEFORE
 const BEFORE_DIR = join(ROOT, 'bench', '.tmp', 'before')
 // the same-SQL server beside the like-for-like one: a limit, without a verdict (left out by --quick)
@@ -83,6 +83,9 @@ const RUN_ID = randomBytes(3).toString('hex')
 const TMP = join(ROOT, 'bench', '.tmp', `run-${RUN_ID}`)
 const CACHE = join(ROOT, 'bench', '.tmp', 'cache')
 const JWT_SECRET = randomBytes(48).toString('base64url')
+// the writers' GET /metrics: their query metric counts the statements of a create
+const METRICS_TOKEN = randomBytes(24).toString('base64url')
+const METRICS_ENV = { METRICS_TOKEN, METRICS_CACHE_MS: '0' }
 // Roja runs behind a TLS-terminating proxy in production; it trusts exactly the loopback address.
 const PROTO = { 'x-forwarded-proto': 'https' }
 const children = new Set<ChildProcess>()
@@ -714,12 +717,35 @@ function postWriter (tokens: string[], label: string): (r: Random) => Req {
   }
 }
 
+/**
+ * Statements a POST /v1/posts costs, from the server's query metric (every statement, begin and
+ * commit included): `n` creates in turn, less what the metric counted meanwhile without them.
+ */
+async function statementsPerCreate (server: Server, tokens: string[], n = 40): Promise<number> {
+  const scrape = async () => {
+    const { text } = await request(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    const counts = [...text.matchAll(/^roja_db_query_duration_seconds_count\{[^}]*\} (\d+)$/gm)]
+    if (counts.length === 0) throw new Error(`${server.name}: GET /metrics has no roja_db_query_duration_seconds_count`)
+    return counts.reduce((sum, m) => sum + Number(m[1]), 0)
+  }
+  const post = postWriter(tokens, 'Counted')
+  const random = prng(1)
+  // two scrapes apart: what a scrape itself (and the outbox's polling) adds
+  const [s0, s1] = [await scrape(), await scrape()]
+  for (let i = 0; i < n; i++) {
+    const req = post(random)
+    const res = await request(server.url + req.path, { method: 'POST', headers: { ...req.headers, 'content-type': 'application/json' }, body: req.body })
+    if (res.status !== 201) throw new Error(`${server.name}: POST /v1/posts answered ${res.status}`)
+  }
+  return (await scrape() - s1 - (s1 - s0)) / n
+}
+
 const OFFSETS = Math.max(1, Math.min(300, Math.floor(SMALL * 0.9) - 10))
 
 interface Databases {
   small?: Database
   large?: Database
-  writes?: { roja: Database; baseline: Database }
+  writes?: { roja: Database; baseline: Database; before?: Database }
   fleet?: Database
   before?: Database
 }
@@ -840,13 +866,20 @@ async function benchDialect (dialect: string, dbs: Databases) {
     })
 
     await guarded('writes', result, revive, async () => {
-      const [w, b, l] = await Promise.all([
-        up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url)),
+      const [w, b, l, before] = await Promise.all([
+        up(startRoja(`${dialect}-roja-writes`, dbs.writes!.roja.url, ROOT, METRICS_ENV)),
         LIMITS ? up(startBaseline(`${dialect}-baseline-writes`, dbs.writes!.baseline.url)) : undefined,
-        up(startBaseline(`${dialect}-like-for-like-writes`, dbs.writes!.baseline.url, true))
+        up(startBaseline(`${dialect}-like-for-like-writes`, dbs.writes!.baseline.url, true)),
+        dbs.writes!.before ? up(startRoja(`${dialect}-roja-before-writes`, dbs.writes!.before.url, BEFORE_DIR, METRICS_ENV)) : undefined
       ])
       try {
-        const post = postWriter(await tokensFor(w, small!.creators), 'Bench')
+        const writers = await tokensFor(w, small!.creators)
+        const post = postWriter(writers, 'Bench')
+        const statements = {
+          roja: await statementsPerCreate(w, writers),
+          ...(before ? { before: await statementsPerCreate(before, await tokensFor(before, small!.creators)) } : {})
+        }
+        console.error(`  statements per POST /v1/posts: roja ${statements.roja.toFixed(1)}${before ? `, roja before ${statements.before!.toFixed(1)}` : ''}`)
         const targets: Target[] = [
           { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.roja) },
           {
@@ -857,15 +890,20 @@ async function benchDialect (dialect: string, dbs: Databases) {
             profiled: true,
             locksOf: locksOf(dbs.writes!.baseline)
           },
-          ...(b ? [{ name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }] : [])
+          ...(b ? [{ name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }] : []),
+          ...(before
+            ? [{ name: `roja before c${CONNECTIONS}`, urls: [before.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.before!) }]
+            : [])
         ]
         for (const other of targets.slice(1)) await sameBytes('writes', targets[0], other, 2, written)
-        return await group('writes', targets, [
+        const result = await group('writes', targets, [
           [`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`],
-          ...(b ? [[`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`] as [string, string]] : [])
+          ...(b ? [[`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`] as [string, string]] : []),
+          ...(before ? [[`roja c${CONNECTIONS}`, `roja before c${CONNECTIONS}`] as [string, string]] : [])
         ])
+        return Object.assign(result, { statementsPerCreate: statements })
       } finally {
-        await down(w, l, ...(b ? [b] : []))
+        await down(w, l, ...(b ? [b] : []), ...(before ? [before] : []))
       }
     })
 
@@ -1076,6 +1114,10 @@ function table (dialect: string, r: any): string {
       ])
     }
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
+    if (g.statementsPerCreate) {
+      const { roja, before } = g.statementsPerCreate
+      lines.push(`   statements per create: roja ${roja.toFixed(1)}${before === undefined ? '' : `, roja before ${before.toFixed(1)}`}`)
+    }
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) {
       lines.push(
         `   ratio ${key}: req/s ${v.reqs.toFixed(2)}×, p50 ${Number.isFinite(v.p50) ? `${v.p50.toFixed(2)}×` : 'n/a'}${v.cpu === undefined ? '' : `, cpu/req ${v.cpu.toFixed(2)}×`}`
@@ -1161,8 +1203,15 @@ async function main () {
       ])
       const small = kept && REUSE ? await copy(d, kept, 'small') : kept
       // Copies now, while nothing is connected (PostgreSQL copies only an idle template).
-      const writes = wanted('writes') ? { roja: await copy(d, small!, 'writes_roja'), baseline: await copy(d, small!, 'writes_base') } : undefined
+      const writes = wanted('writes')
+        ? {
+            roja: await copy(d, small!, 'writes_roja'),
+            baseline: await copy(d, small!, 'writes_base'),
+            before: BEFORE ? await copy(d, small!, 'writes_before') : undefined
+          }
+        : undefined
       if (writes) await dropTriggers(writes.baseline.url)
+      if (writes?.before) await hideNewerMigrations(writes.before.url)
       const fleet = wanted('fleet') && d === 'postgres' ? await copy(d, small!, 'fleet') : undefined
       const before = BEFORE && small ? await copy(d, small, 'before') : undefined
       if (before) await hideNewerMigrations(before.url)
@@ -1186,7 +1235,7 @@ async function main () {
     }
   } finally {
     for (const { small, large, writes, fleet, before } of prepared) {
-      for (const db of [small, large, writes?.roja, writes?.baseline, fleet, before]) await db?.drop()
+      for (const db of [small, large, writes?.roja, writes?.baseline, writes?.before, fleet, before]) await db?.drop()
     }
   }
   const out = {

@@ -9,6 +9,7 @@ import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
+import { writeTogether } from '../db/write-together.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
@@ -28,8 +29,12 @@ const SORT_COLUMNS = { created_at: 'post.created_at', updated_at: 'post.updated_
 const DEFAULT_SORT = [{ column: 'post.sort_at', direction: 'desc' as const }]
 
 function selectPosts (db: Executor) {
-  return db
-    .selectFrom('post')
+  return withPerson(db.selectFrom('post'))
+}
+
+/** A post's columns and its creator's, from `post` (the table, or a CTE of its rows named so). */
+function withPerson<Q extends SelectQueryBuilder<Database & { post: PostTable }, 'post', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'post', {}>)
     .innerJoin('user', 'user.id', 'post.creator_id')
     .innerJoin('profile', 'profile.id', 'post.creator_id')
     .select([
@@ -258,36 +263,40 @@ export async function listCreatorPosts (db: Executor, profileId: string, query: 
   return listPosts(db, query, { creatorId: profileId })
 }
 
-/** Creates a post and its tag rows in one transaction; a taken slug is 409. */
+/**
+ * Creates a post and its tag rows, all or nothing; a taken slug is 409, from the unique
+ * constraint (post_creator_slug_unique), so concurrent creates of one slug cannot both win.
+ */
 export async function createPost (db: Executor, creatorId: string, input: PostCreate): Promise<Post> {
   const id = randomUUID()
   const now = writeTimeIso()
   const publishedAt = input.published_at === undefined ? now : input.published_at === null ? null : parseDateTimeInput(input.published_at)
   const tags = normaliseTags(input.tags ?? [])
   const slug = input.slug ?? slugify(input.title)
-  return inTransaction(
+  const row = {
+    id,
+    creator_id: creatorId,
+    type: input.type,
+    slug,
+    title: input.title,
+    body: input.body ?? '',
+    word_count: wordCount(input.body ?? ''),
+    tags: JSON.stringify(tags),
+    media_url: input.media_url ?? null,
+    published_at: publishedAt,
+    created_at: now,
+    updated_at: now,
+    sort_at: latest(now, publishedAt)
+  }
+  return withSlugConflict(() => slug, () => writeTogether(
     db,
-    () => slug,
+    async db => toPost((await insertPostReturning(db, undefined, row))[0]),
     async trx => {
-      await insertPost(trx, undefined, {
-        id,
-        creator_id: creatorId,
-        type: input.type,
-        slug,
-        title: input.title,
-        body: input.body ?? '',
-        word_count: wordCount(input.body ?? ''),
-        tags: JSON.stringify(tags),
-        media_url: input.media_url ?? null,
-        published_at: publishedAt,
-        created_at: now,
-        updated_at: now,
-        sort_at: latest(now, publishedAt)
-      })
+      await insertPost(trx, undefined, row)
       await writeTags(trx, id, tags)
       return toPost((await postById(trx, id))[0])
     }
-  )
+  ))
 }
 
 /**
@@ -395,8 +404,13 @@ async function lockVisible (trx: Executor, postId: string, viewerId: string): Pr
 
 /** `slug` names the slug the work writes, known once it has read the post. */
 async function inTransaction<T> (db: Executor, slug: () => string | undefined, work: (trx: Executor) => Promise<T>): Promise<T> {
+  return withSlugConflict(slug, () => db.transaction().execute(work))
+}
+
+/** The work, its unique violation answered as 409 Conflict naming the slug. */
+async function withSlugConflict<T> (slug: () => string | undefined, work: () => Promise<T>): Promise<T> {
   try {
-    return await db.transaction().execute(work)
+    return await work()
   } catch (err) {
     // The unique constraint decides, so two concurrent writes cannot both take a slug.
     if (isUniqueViolation(err)) throw new AppError('Conflict', `you already have a post with the slug ${slug() ?? ''}`.trim())
@@ -407,6 +421,23 @@ async function inTransaction<T> (db: Executor, slug: () => string | undefined, w
 const insertPost = cachedStatementPerShape((db, _: undefined, row: Insertable<PostTable> & Values) => db.insertInto('post').values(row))
 const insertTags = cachedStatementPerShape((db, _: undefined, v: { postId: string; tags: string[] }) =>
   db.insertInto('post_tag').values(v.tags.map(tag => ({ post_id: v.postId, tag })))
+)
+
+/**
+ * The create in one statement (writeTogether's): the post and its tags inserted by data-modifying
+ * CTEs (the tag rows from the post's own JSON list of them, so any number of tags is one shape),
+ * the post read back from the first with its creator joined, as postById reads it. The tag rows'
+ * foreign key is checked at the statement's end, when the post is there.
+ */
+const insertPostReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<PostTable> & Values) =>
+  withPerson(
+    db
+      .with('new_post', q => q.insertInto('post').values(row).returningAll())
+      .with('new_post_tag', q => q.insertInto('post_tag').columns(['post_id', 'tag']).expression(eb => eb
+        .selectFrom('new_post')
+        .select(['new_post.id', sql<string>`json_array_elements_text(new_post.tags::json)`.as('tag')])))
+      .selectFrom('new_post as post')
+  )
 )
 
 async function writeTags (trx: Executor, postId: string, tags: string[]): Promise<void> {
