@@ -38,6 +38,8 @@ export function previousRelease (): string {
   // --first-parent: on main, the merge that brought the migration in; its first parent is the release before
   const git = ['-C', ROOT, 'log', '--first-parent', '--diff-filter=A', '--format=%H', '-1', '--', `src/db/migrations/${newest}`]
   const added = execFileSync('git', git, { encoding: 'utf8' }).trim()
+  const shallow = execFileSync('git', ['-C', ROOT, 'rev-parse', '--is-shallow-repository'], { encoding: 'utf8' }).trim() === 'true'
+  if (!added && shallow) throw new UpgradeError('this clone is shallow: `git fetch --unshallow` brings the release before, or name it in FLEET_UPGRADE_FROM')
   if (!added) throw new UpgradeError(`${newest} is not committed: commit it, or name the old revision`)
   return `${added}^`
 }
