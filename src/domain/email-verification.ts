@@ -1,6 +1,7 @@
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto'
 import type { Db, Executor } from '../db/dialect.js'
 import { writeTimeIso } from '../db/clock.js'
+import { uniqueViolation } from '../db/unique-violation.js'
 import { AppError } from '../../schemas/problems.js'
 import { enqueueEmail } from './outbox.js'
 
@@ -120,8 +121,7 @@ export async function confirmEmail (db: Db, settings: VerificationSettings, toke
     })
     .catch((err: unknown) => {
       // Another account took the address between the check and the write: the unique index decides.
-      const e = err as { code?: string }
-      if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') throw invalid('invalid', TAKEN)
+      if (uniqueViolation(err) !== undefined) throw invalid('invalid', TAKEN)
       throw err
     })
 }

@@ -5,6 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
+import { uniqueViolation } from '../db/unique-violation.js'
 import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
@@ -413,7 +414,7 @@ async function withSlugConflict<T> (slug: () => string | undefined, work: () => 
     return await work()
   } catch (err) {
     // The unique constraint decides, so two concurrent writes cannot both take a slug.
-    if (isUniqueViolation(err)) throw new AppError('Conflict', `you already have a post with the slug ${slug() ?? ''}`.trim())
+    if (uniqueViolation(err) !== undefined) throw new AppError('Conflict', `you already have a post with the slug ${slug() ?? ''}`.trim())
     throw err
   }
 }
@@ -464,10 +465,4 @@ export function slugify (title: string): string {
 
 function latest (...isos: Array<string | null>): string {
   return isos.filter((v): v is string => v !== null).reduce((a, b) => (a > b ? a : b))
-}
-
-/** A unique-constraint failure on either database. */
-export function isUniqueViolation (err: unknown): boolean {
-  const code = (err as { code?: string }).code
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 }

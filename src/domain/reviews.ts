@@ -9,7 +9,8 @@ import { alertPostCreator } from './alerts.js'
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible, isUniqueViolation } from './posts.js'
+import { assertPostVisible } from './posts.js'
+import { uniqueViolation } from '../db/unique-violation.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -80,7 +81,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
     })
   } catch (err) {
     // The unique constraint decides, so two concurrent reviews by one user cannot both land.
-    if (isUniqueViolation(err)) throw new AppError('Conflict', 'you have already reviewed this post')
+    if (uniqueViolation(err) !== undefined) throw new AppError('Conflict', 'you have already reviewed this post')
     throw err
   }
 }

@@ -7,6 +7,7 @@ import { lockForUpdate } from '../db/row-lock.js'
 import type { ProfileTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
+import { uniqueViolation } from '../db/unique-violation.js'
 import { cachedRowStatement, cachedStatement } from '../db/statement-cache.js'
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
@@ -112,7 +113,7 @@ export async function signUp (db: Db, input: ProfileCreate, verification: Verifi
     })
   } catch (err) {
     // The unique constraints decide, so two concurrent sign-ups cannot both win.
-    const column = uniqueViolation(err)
+    const column = takenColumn(err)
     if (column) throw new AppError('Conflict', `this ${column === 'email' ? 'e-mail address' : 'username'} is already taken`)
     throw err
   }
@@ -120,9 +121,8 @@ export async function signUp (db: Db, input: ProfileCreate, verification: Verifi
 }
 
 /** Which of user.username / user.email a unique-constraint failure is about, if it is one. */
-function uniqueViolation (err: unknown): 'username' | 'email' | undefined {
-  const e = err as { code?: string, constraint?: string, message?: string }
-  const text = e.code === '23505' ? String(e.constraint) : e.code === 'SQLITE_CONSTRAINT_UNIQUE' ? String(e.message) : undefined
+function takenColumn (err: unknown): 'username' | 'email' | undefined {
+  const text = uniqueViolation(err)
   if (text === undefined) return undefined
   return text.includes('email') ? 'email' : 'username'
 }

@@ -1,0 +1,11 @@
+/**
+ * A unique-constraint failure, read the same on both databases: the text that names what was
+ * taken (PostgreSQL's constraint name, SQLite's message naming the columns), or undefined when
+ * the error is something else. The domain turns it into its own 409.
+ */
+export function uniqueViolation (err: unknown): string | undefined {
+  const e = err as { code?: string, constraint?: string, message?: string }
+  if (e.code === '23505') return String(e.constraint)
+  if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return String(e.message)
+  return undefined
+}
