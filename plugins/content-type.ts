@@ -69,8 +69,6 @@ export default fp(async (fastify) => {
 
 const JSON_PATCH_TYPE = 'application/json-patch+json'
 
-export { MAX_JSON_DEPTH, MAX_JSON_MEMBERS, MAX_JSON_VALUES }
-
 const TOO_LARGE: Record<Exclude<ShapeFault, 'control'>, string> = {
   depth: `a JSON body nests at most ${MAX_JSON_DEPTH} levels of arrays and objects`,
   members: `a JSON body holds at most ${MAX_JSON_MEMBERS} object members`,

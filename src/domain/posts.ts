@@ -277,14 +277,7 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
   const row = {
     id,
     creator_id: creatorId,
-    type: input.type,
-    slug,
-    title: input.title,
-    body: input.body ?? '',
-    word_count: wordCount(input.body ?? ''),
-    tags: JSON.stringify(tags),
-    media_url: input.media_url ?? null,
-    published_at: publishedAt,
+    ...writableColumns(input, slug, tags, publishedAt),
     created_at: now,
     updated_at: now,
     sort_at: latest(now, publishedAt)
@@ -329,14 +322,7 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
       await trx
         .updateTable('post')
         .set({
-          type: input.type,
-          slug,
-          title: input.title,
-          body: input.body ?? '',
-          word_count: wordCount(input.body ?? ''),
-          tags: JSON.stringify(tags),
-          media_url: input.media_url ?? null,
-          published_at: publishedAt,
+          ...writableColumns(input, slug, tags, publishedAt),
           updated_at: now,
           sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
         })
@@ -461,6 +447,21 @@ export function slugify (title: string): string {
     .slice(0, 100)
     .replace(/-+$/, '')
   return slug || 'post'
+}
+
+/** The columns a create and a replace write alike from the writable fields. */
+function writableColumns (input: PostCreate, slug: string, tags: string[], publishedAt: string | null) {
+  const body = input.body ?? ''
+  return {
+    type: input.type,
+    slug,
+    title: input.title,
+    body,
+    word_count: wordCount(body),
+    tags: JSON.stringify(tags),
+    media_url: input.media_url ?? null,
+    published_at: publishedAt
+  }
 }
 
 function latest (...isos: Array<string | null>): string {
