@@ -1,3 +1,5 @@
+import type { ValidateFunction } from 'ajv'
+import type { preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { MERGE_PATCH_TYPES } from '../schemas/merge-patch.js'
 import { AppError } from '../schemas/problems.js'
@@ -47,6 +49,7 @@ export default fp(async (fastify) => {
   const limit = fastify.config.BODY_LIMIT_BYTES
   fastify.addHook('onRoute', function (route) {
     const body = route.schema?.body
+    if (isContentKeyed(body)) route.preValidation = [...hooks(route.preValidation), bodilessAs(Object.keys(body.content)[0])]
     if (body === undefined || route.config?.contentTypes?.some(t => !JSON_TYPES.includes(t))) return
     const largest = largestJson(body, (ref) => this.getSchema(ref.replace(/#$/, '')))
     route.bodyLimit = Math.min(route.bodyLimit ?? limit, limit, bodyLimitFor(largest))
@@ -68,6 +71,28 @@ export default fp(async (fastify) => {
 }, { name: 'content-type', dependencies: ['problems'] })
 
 const JSON_PATCH_TYPE = 'application/json-patch+json'
+
+function isContentKeyed (body: unknown): body is { content: Record<string, unknown> } {
+  return typeof body === 'object' && body !== null && 'content' in body
+}
+
+function hooks<T> (hook: T | T[] | undefined): T[] {
+  return hook === undefined ? [] : Array.isArray(hook) ? hook : [hook]
+}
+
+/**
+ * Fastify picks a content-keyed body schema by the request's media type, so a request with no
+ * body (and no Content-Type) would skip validation (fastify/fastify#7038): it is validated as
+ * the route's first media type instead, the way a JSON-only route validates an absent body.
+ */
+function bodilessAs (type: string): preValidationHookHandler {
+  return function (request, _reply, done) {
+    if (request.body !== undefined) return done()
+    const validate = (request.getValidationFunction('body') as unknown as Record<string, ValidateFunction>)[type]
+    if (validate(undefined)) return done()
+    done(Object.assign(new Error('body: invalid'), { statusCode: 400, validation: validate.errors, validationContext: 'body' }))
+  }
+}
 
 const TOO_LARGE: Record<Exclude<ShapeFault, 'control'>, string> = {
   depth: `a JSON body nests at most ${MAX_JSON_DEPTH} levels of arrays and objects`,

@@ -228,11 +228,16 @@ function choicesOf (branches: readonly AjvIssue[]): unknown[] | undefined {
   return values
 }
 
+const EXCLUDED = /^#\/dependencies\/([^/]+)\/properties\/[^/]+\/not$/
+
 function issue (where: ValidationIssue['in'], v: AjvIssue, choices?: unknown[]): ValidationIssue {
   let field = v.instancePath
   if (v.keyword === 'required') field += `/${String(v.params.missingProperty)}`
   if (v.keyword === 'additionalProperties') field += `/${String(v.params.additionalProperty)}`
   if (field.length > MAX_FIELD) field = `${field.slice(0, MAX_FIELD - 1)}…`
+  // a property its sibling rules out (the schema's `dependencies`: `limit` excludes `page`)
+  const excludedBy = EXCLUDED.exec(v.schemaPath ?? '')?.[1]
+  if (excludedBy) return { in: where, field, rule: 'dependencies', message: `cannot be combined with ${excludedBy}` }
   const message = choices ? validationMessage({ keyword: 'enum', params: { allowedValues: choices } }) : validationMessage(v)
   return { in: where, field, rule: v.keyword, message }
 }

@@ -83,6 +83,9 @@ export const STUDENT_SORTABLE = ['first_name', 'last_name', 'created_at'] as con
 const studentBase = ListQuery(STUDENT_SORTABLE, {
   sex: Type.Optional(Sex)
 }, 'created_at')
+// one paging form at a time: with limit or offset, neither page nor count
+const NOT_PAGE_FORM = { properties: { page: { not: {} }, count: { not: {} } } }
+
 export const StudentListQuery = Type.Object({
   ...studentBase.properties,
   limit: Type.Optional(Type.Integer({ ...limitRule, description: 'page size (default 10); not with page/count' })),
@@ -90,7 +93,7 @@ export const StudentListQuery = Type.Object({
   // the offset a page stands for stays within OFFSET_MAX at any count
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: Math.floor(OFFSET_MAX / LIMIT_MAX), description: '1-based page number; not with limit/offset' })),
   count: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMIT_MAX, description: 'page size of the page form (default 10)' }))
-}, { additionalProperties: false })
+}, { additionalProperties: false, dependencies: { limit: NOT_PAGE_FORM, offset: NOT_PAGE_FORM } })
 export type StudentListQuery = Static<typeof StudentListQuery>
 
 export const ClassParams = Params({ classId: Uuid })

@@ -1,5 +1,4 @@
 import { LIMIT_DEFAULT } from '../../schemas/common.js'
-import { AppError } from '../../schemas/problems.js'
 import type { Page, SortKey } from '../db/paging.js'
 
 /** The list rules, written once: paging's two forms and their bounds, sorting by the list's own fields. */
@@ -38,25 +37,11 @@ export interface PagingQuery {
 }
 
 /**
- * A list that accepts both paging forms: `limit`/`offset` or `page`/`count`
- * (1-based page). Mixing them is a 422 that names the offending parameter.
+ * The page a list that takes both paging forms stands for: `limit`/`offset` or `page`/`count`
+ * (1-based page). The query's schema has already refused the two forms together.
  */
 export function pageOrCount (query: PagingQuery): Page {
-  const offsetForm = query.limit !== undefined || query.offset !== undefined
-  const pageForm = query.page !== undefined || query.count !== undefined
-  if (offsetForm && pageForm) {
-    throw new AppError('ValidationFailed', 'page with limit/offset or with page/count, not both', {
-      errors: [
-        {
-          in: 'query',
-          field: query.page !== undefined ? '/page' : '/count',
-          rule: 'pagingForm',
-          message: 'cannot be combined with limit/offset: use one paging form'
-        }
-      ]
-    })
-  }
-  if (pageForm) {
+  if (query.page !== undefined || query.count !== undefined) {
     const count = query.count ?? LIMIT_DEFAULT
     return { limit: count, offset: ((query.page ?? 1) - 1) * count, style: 'page' }
   }

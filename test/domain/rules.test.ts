@@ -1,17 +1,12 @@
 import { Ajv } from 'ajv'
 import t from 'tap'
+import { StudentListQuery } from '../../schemas/classes.js'
 import { ListQuery, LIMIT_MAX } from '../../schemas/common.js'
 import { isLenientDateTime, parseDateTimeInput } from '../../src/db/date-time-format.js'
-import { AppError } from '../../schemas/problems.js'
 import { pageOrCount, parseSort } from '../../src/domain/list.js'
 import { isVisible, slugify } from '../../src/domain/posts.js'
 
 // The domain's rules on their own: no app, no HTTP, no database.
-
-const code = (fn: () => unknown) => {
-  try { fn() } catch (err) { return err instanceof AppError ? err.code : `not an AppError: ${String(err)}` }
-  return undefined
-}
 
 t.test('visibility of drafts and scheduled posts', async (t) => {
   const past = new Date(Date.now() - 60_000).toISOString()
@@ -45,8 +40,11 @@ t.test('paging forms: limit/offset or page/count, never both', async (t) => {
   t.same(pageOrCount({ limit: 5, offset: 15 }), { limit: 5, offset: 15 })
   t.same(pageOrCount({ page: 3, count: 5 }), { limit: 5, offset: 10, style: 'page' })
   t.same(pageOrCount({ page: 1 }), { limit: 10, offset: 0, style: 'page' })
-  t.equal(code(() => pageOrCount({ limit: 5, page: 2 })), 'ValidationFailed')
-  t.equal(code(() => pageOrCount({ offset: 0, count: 2 })), 'ValidationFailed')
+  const validate = new Ajv({ strict: false }).compile(StudentListQuery)
+  t.ok(validate({ page: 2, count: 5 }), 'the page form alone')
+  t.ok(validate({ limit: 5, offset: 0 }), 'the offset form alone')
+  t.notOk(validate({ limit: 5, page: 2 }), 'limit with page: refused by the schema')
+  t.notOk(validate({ offset: 0, count: 2 }), 'offset with count: refused by the schema')
 })
 
 t.test('sorting: named fields only, a tiebreak keeps pages stable', async (t) => {

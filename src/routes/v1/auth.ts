@@ -54,12 +54,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(TokenResponse), ...errorResponses('MalformedBody', 'InvalidCredentials', 'UserIsBanned', 'ValidationFailed', 'RateLimited') }
     }
   }, async (request, reply) => {
-    const body = request.body as TokenRequest | TokenForm | undefined
-    if (body === undefined || body === null) {
-      throw new AppError('ValidationFailed', 'a body with username and password is required', {
-        errors: [{ in: 'body', field: '', rule: 'required', message: 'is required' }]
-      })
-    }
+    const body = request.body as TokenRequest | TokenForm
     const user = await checkCredentials(fastify.db, body.username, body.password, fastify.config.PASSWORD_HASH_COST)
     // RFC 6749 §5.1: token responses must not be cached.
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(fastify.issueToken(user))

@@ -69,7 +69,9 @@ t.test('POST /v1/auth/token', async (t) => {
   })
 
   t.test('a missing body or field is 422', async (t) => {
-    t.equal((await app.inject({ method: 'POST', url: '/v1/auth/token' })).statusCode, 422)
+    const none = await app.inject({ method: 'POST', url: '/v1/auth/token' })
+    t.equal(none.statusCode, 422)
+    t.match(json(none).errors[0], { in: 'body', field: '', rule: 'type', message: 'must be an object' }, 'validated by the JSON schema')
     t.equal((await tokenJson(app, { username: 'grace' })).statusCode, 422)
     t.equal((await tokenJson(app, { password: PASSWORD })).statusCode, 422)
   })

@@ -339,8 +339,7 @@ t.test('GET /v1/classes/{classId}/students: owner only, filter sex, both paging 
     const res = await get(q)
     t.equal(res.statusCode, 422, q)
     t.equal(json(res).code, 'ValidationFailed')
-    t.equal(json(res).errors[0].rule, 'pagingForm')
-    t.equal(json(res).errors[0].in, 'query')
+    t.match(json(res).errors[0], { in: 'query', rule: 'dependencies', field: /^\/(page|count)$/, message: /^cannot be combined with (limit|offset)$/ })
   }
   for (const q of ['page=0', 'count=0', 'count=101', 'limit=0', 'limit=101', 'offset=-1', 'page=x', 'sex=f', 'sex=Q', 'sort=sex', 'age=3']) {
     t.equal((await get(q)).statusCode, 422, q)
