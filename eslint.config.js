@@ -32,5 +32,10 @@ export default [
       // Ajv's CommonJS class reached through its `default`
       'new-cap': ['error', { newIsCap: true, capIsNew: false, properties: true, newIsCapExceptions: ['default'] }]
     }
+  },
+  {
+    // prose for the OpenAPI documents, one sentence a line however long the sentence
+    files: ['schemas/descriptions.ts'],
+    rules: { '@stylistic/max-len': ['error', { code: 160, ignoreStrings: true }] }
   }
 ]

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { Type } from '../schemas/typebox.js'
+import { descriptions } from '../schemas/descriptions.js'
 import { describeDocument, type RouteFacts } from './openapi-document.js'
 
 const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">' +
@@ -55,6 +56,7 @@ export default fp<OpenApiOptions>(async (fastify, opts) => {
   fastify.addHook('onRoute', (route) => {
     const operationId = route.schema?.operationId as string | undefined
     if (!operationId) return
+    route.schema!.description ??= descriptions[operationId]?.join(' ')
     const query = route.schema?.querystring as { properties?: Record<string, unknown> } | undefined
     facts.set(operationId, {
       etag: Boolean(route.config?.etag),

@@ -48,6 +48,7 @@ function schema (overrides: Record<string, unknown> = {}, param = 'thingId') {
     tags: ['things'],
     operationId: `op${Math.random().toString(36).slice(2, 10)}`,
     summary: 'a thing',
+    description: 'Anyone: a thing.',
     params: param === 'thingId' ? ThingParams : Params({ [param]: Uuid }),
     querystring: Type.Object({}, { additionalProperties: false }),
     response: { 200: ref(Thing), ...errorResponses('ValidationFailed', 'ResourceNotFound') },
@@ -159,7 +160,8 @@ t.test('every route has request and response schemas, catalogue errors, an opera
   const { routes, schemas } = await table(t, f => {
     f.get('/v1/things/:thingId', { schema: schema({ operationId: 'getThing' }) }, handler) // good
     f.get('/v1/things/:thingId/parts', { schema: schema({ operationId: 'getThing' }) }, handler) // duplicate operationId
-    f.get('/v1/widgets/:widgetId', { schema: schema({ operationId: undefined, tags: undefined, summary: undefined }, 'widgetId') }, handler)
+    const undocumented = { operationId: undefined, tags: undefined, summary: undefined, description: undefined }
+    f.get('/v1/widgets/:widgetId', { schema: schema(undocumented, 'widgetId') }, handler)
     f.get('/v1/gadgets/:gadgetId', { schema: schema({ params: undefined }, 'gadgetId') }, handler) // no params schema
     f.post('/v1/gadgets', { schema: schema({ params: undefined }) }, handler) // no body schema
     f.put('/v1/gizmos/:gizmoId', { schema: schema({ body: Type.Object({ name: Type.String() }) }, 'gizmoId') }, handler) // body lets unknown properties in
@@ -184,6 +186,7 @@ t.test('every route has request and response schemas, catalogue errors, an opera
     f.get('/v1/nuts/:nutId', { schema: schema({ hide: true }, 'nutId') }, handler) // hidden from the contract
   })
   t.same(rules(checkRouteSchemas(routes, schemas)), [
+    'schema-description GET /v1/widgets/{widgetId}',
     'schema-documented GET /v1/nuts/{nutId}',
     'schema-errors GET /v1/cogs/{cogId}',
     'schema-errors GET /v1/dials/{dialId}',

@@ -9,6 +9,7 @@ import Ajv2020 from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import { supportedMimeTypes } from 'file-type'
 import t from 'tap'
+import { descriptions } from '../schemas/descriptions.js'
 import { MEDIA_BYTE_TYPES } from '../schemas/media.js'
 import { isActiveContent } from '../src/domain/media.js'
 import { join } from 'node:path'
@@ -133,4 +134,17 @@ t.test('the media types of downloaded bytes are what the sniffer can answer, plu
     op.parameters.some((p: Doc) => p.name.toLowerCase() === 'accept'),
     'Accept is not a parameter'
   )
+})
+
+t.test('each description of schemas/descriptions.ts is an operation of a document, in full', async t => {
+  const operations = new Map<string, string>()
+  for (const version of ['v1', 'v2']) {
+    for (const item of Object.values<Doc>(load(version).paths)) {
+      for (const method of HTTP_METHODS) if (item[method]) operations.set(item[method].operationId, item[method].description)
+    }
+  }
+  const unused = Object.keys(descriptions).filter(id => !operations.has(id))
+  t.same(unused, [], 'no description of an operation that no longer exists')
+  const different = Object.entries(descriptions).filter(([id, sentences]) => operations.has(id) && operations.get(id) !== sentences.join(' '))
+  t.same(different.map(([id]) => id), [], 'the committed documents say each description as written')
 })

@@ -304,7 +304,7 @@ function isProblemRef (entry: any, schemas: SchemaMap): boolean {
 
 const CATALOGUE_STATUSES = new Set<number>(Object.values(problems).map(p => p.status))
 
-/** Every route: request and response schemas (catalogue errors included), an operationId, tags and a summary. */
+/** Every route: request and response schemas (catalogue errors included), an operationId, tags, a summary and a description. */
 export function checkRouteSchemas (routes: RouteInfo[], schemas: SchemaMap): Finding[] {
   const findings: Finding[] = []
   const operationIds = new Map<string, string>()
@@ -321,6 +321,7 @@ export function checkRouteSchemas (routes: RouteInfo[], schemas: SchemaMap): Fin
     if (typeof schema.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(schema.operationId)) { add('schema-operation-id', 'needs a camelCase operationId') } else if (operationIds.has(schema.operationId)) { add('schema-operation-id', `operationId ${schema.operationId} is also used by ${operationIds.get(schema.operationId)}`) } else operationIds.set(schema.operationId, where(route))
     if (!Array.isArray(schema.tags) || schema.tags.length === 0) add('schema-tags', 'needs tags')
     if (typeof schema.summary !== 'string' || schema.summary === '') add('schema-summary', 'needs a summary')
+    if (typeof schema.description !== 'string' || schema.description === '') add('schema-description', 'needs a description (schemas/descriptions.ts)')
 
     const params = resourceSegments(path).filter(isParam).map(paramName)
     const declaredParams = Object.keys(resolve(schema.params, schemas)?.properties ?? {})

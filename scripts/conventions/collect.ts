@@ -17,7 +17,13 @@ export function collectRoutes (fastify: FastifyInstance): RouteInfo[] {
       const key = `${method} ${route.url.replace(/\/+$/, '') || '/'}`
       if (seen.has(key)) continue // a prefix gives `/x` and `/x/`
       seen.add(key)
-      routes.push({ method, url: route.url, schema: route.schema as Record<string, any> | undefined, config: route.config as Record<string, any> | undefined })
+      // read when checked: later onRoute hooks replace or complete a route's schema
+      routes.push({
+        method,
+        url: route.url,
+        get schema () { return route.schema as Record<string, any> | undefined },
+        get config () { return route.config as Record<string, any> | undefined }
+      })
     }
   })
   return routes

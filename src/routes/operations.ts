@@ -20,7 +20,6 @@ const operations: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['operations'],
       operationId: 'getHealth',
-      description: 'Anyone, never rate-limited or shed: whether the server and its database answer (503 when the database does not). Changes nothing.',
       summary: 'Liveness and database check',
       response: { 200: ref(Health), 503: ref(Health) }
     }
@@ -36,7 +35,6 @@ const operations: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['operations'],
       operationId: 'getVersion',
-      description: 'Anyone: the server\'s version, the API versions it serves and the deployed commit. Changes nothing.',
       summary: 'Server and API versions',
       response: { 200: ref(Version) }
     }

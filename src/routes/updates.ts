@@ -8,8 +8,8 @@ import { mergePatch, type Change } from '../domain/merge-patch.js'
 import type { OwnerRule } from '../../plugins/owner.js'
 import { security } from './guards.js'
 
-/** What the OpenAPI document says of one operation. */
-interface Described { operationId: string, summary: string, description: string }
+/** What the OpenAPI document says of one operation (its description: schemas/descriptions.ts). */
+interface Described { operationId: string, summary: string }
 
 /** A resource's two updates: PUT replaces its writable fields, PATCH merges a JSON Merge Patch into them. */
 export interface Updates<Params extends TSchema, Body extends TObject, Resource> {
@@ -45,7 +45,6 @@ export function registerUpdates<Params extends TSchema, Body extends TObject, Re
     tags: u.tags,
     security,
     operationId: d.operationId,
-    description: d.description,
     summary: d.summary,
     ...(u.params ? { params: u.params } : {}),
     headers: IfMatchHeaders,

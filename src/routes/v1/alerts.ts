@@ -17,7 +17,6 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['alerts'],
       operationId: 'listAlerts',
-      description: 'Signed-in users: the caller\'s own alerts (reviews and comments others left on their posts), newest first. Changes nothing.',
       summary: 'Your alerts',
       security,
       querystring: AlertListQuery,
@@ -34,7 +33,6 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['alerts'],
       operationId: 'getAlert',
-      description: 'The alert\'s user only (others 403): one alert. Changes nothing.',
       summary: 'One of your alerts',
       security,
       params: AlertParams,
@@ -49,8 +47,6 @@ const alerts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['alerts'],
       operationId: 'resendAlert',
       summary: 'E-mail one of your alerts again',
-      description: 'The alert\'s user only (others 403): queues the alert\'s e-mail again, to the user\'s current address (202); ' +
-        '`sent_at` changes once it is delivered. While that address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: AlertParams,
       response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailNotVerified', 'AlertNotFound', 'ValidationFailed') }

@@ -41,9 +41,6 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['auth'],
       operationId: 'createToken',
-      description: 'Anyone with an account: exchanges a username and password for an HS256 bearer token (JSON body, or the RFC 6749 ' +
-        'password-grant form). A wrong username or password is 401, a banned user 403. Rate-limited per client and username; ' +
-        'the answer is never cached. Changes nothing.',
       summary: 'Exchange a username and password for a bearer token',
       body: {
         content: {

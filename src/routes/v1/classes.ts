@@ -32,9 +32,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'listClasses',
-      description: 'Any signed-in active user: every class the caller may see, ' +
-      'filtered by owner or course. The classes of a draft or scheduled course are listed to the course\'s creator only (for anyone else ' +
-      'they are as absent as those of a missing course). Changes nothing.',
       summary: 'All classes',
       querystring: ClassListQuery,
       response: { 200: ref(ClassList), ...errorResponses(...auth) }
@@ -51,9 +48,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'createClass',
-      description: 'Active creators: opens a class, optionally for one of the caller\'s own COURSE posts (another creator\'s published ' +
-        'course is 403; an article, a missing course or another creator\'s draft or scheduled course 422, alike). ' +
-        'The caller owns the class.',
       summary: 'Open a class, optionally for one of your courses (creators)',
       headers: IdempotencyHeaders,
       body: ref(ClassCreate),
@@ -70,8 +64,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'getClass',
-      description: 'Any signed-in active user: one class; ' +
-      'a class of a draft or scheduled course only to the course\'s creator (anyone else 404, as for a missing class). Changes nothing.',
       summary: 'One class',
       params: ClassParams,
       response: { 200: ref(Class), 304: NotModified, ...errorResponses(...auth, 'ClassNotFound') }
@@ -84,8 +76,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'listStudents',
-      description: 'The class owner only (others 403; 404 for a class the caller cannot see): ' +
-        'the students of a class, paged by limit/offset or by page/count (not both). Changes nothing.',
       summary: 'Students of a class (owner); filter sex; limit/offset or page/count',
       params: ClassParams,
       querystring: StudentListQuery,
@@ -104,7 +94,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'createStudent',
-      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): adds a student to the class.',
       summary: 'Add a student to a class (owner)',
       params: ClassParams,
       headers: IdempotencyHeaders,
@@ -123,7 +112,6 @@ const classes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'getStudent',
-      description: 'The class owner only (others 403; 404 for a class the caller cannot see): one student of the class. Changes nothing.',
       summary: 'One student of a class (owner)',
       params: StudentParams,
       response: { 200: ref(Student), 304: NotModified, ...errorResponses(...auth, 'UserNotOwner', 'ClassNotFound', 'StudentNotFound') }
@@ -153,16 +141,10 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateClass',
-      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces its ' +
-        'name, course and start date (absent: none). The course must be one of the caller\'s own, as on create. A stale If-Match is ' +
-        '412 and changes nothing.',
       summary: 'Replace a class\'s writable fields (owner)'
     },
     patch: {
       operationId: 'patchClass',
-      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into its name, course and start ' +
-        'date: a member present replaces the field, null clears course_id or starts_date (on the name it is 422), an absent member is ' +
-        'kept. The merged class must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a class (owner), a JSON Merge Patch'
     },
     fieldsOf: classFields,
@@ -176,8 +158,6 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteClass',
-      description: 'The class owner only (others 403; 404 for a class the caller cannot see): closes the class and removes its students ' +
-        'in the same change. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
       summary: 'Close a class and remove its students (owner)',
       params: ClassParams,
       headers: IfMatchHeaders,
@@ -198,15 +178,10 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ClassNotFound', 'StudentNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateStudent',
-      description: 'The class owner only, while still a creator (others 403; 404 for a class the caller cannot see): replaces the ' +
-        'student\'s writable fields (an absent last_name or email becomes null). A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a student\'s writable fields (class owner)'
     },
     patch: {
       operationId: 'patchStudent',
-      description: 'The class owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the student\'s fields: a ' +
-        'member present replaces the field, null clears last_name or email (on first_name or sex it is 422), an absent member is kept. ' +
-        'The merged student must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a student (class owner), a JSON Merge Patch'
     },
     fieldsOf: studentFields,
@@ -220,8 +195,6 @@ const ownerWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteStudent',
-      description: 'The class owner only (others 403; 404 for a class the caller cannot see): removes the student from the class. ' +
-        'A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
       summary: 'Remove a student from a class (class owner)',
       params: StudentParams,
       headers: IfMatchHeaders,

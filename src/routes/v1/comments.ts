@@ -31,15 +31,10 @@ const authorWrites: FastifyPluginAsyncTypebox = async fastify => {
     ],
     put: {
       operationId: 'updateComment',
-      description: "The comment's author only (others 403): replaces its text. A stale If-Match is 412 and changes nothing.",
       summary: 'Replace the text of a comment (author)'
     },
     patch: {
       operationId: 'patchComment',
-      description:
-        "The comment's author only (others 403): merges a JSON Merge Patch (RFC 7396): " +
-        'a text present replaces the text, an absent one keeps it, null is 422 (a comment always has text). ' +
-        'A stale If-Match is 412 and changes nothing.',
       summary: 'Change a comment (author), a JSON Merge Patch'
     },
     fieldsOf: commentFields,
@@ -56,7 +51,6 @@ const authorWrites: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'deleteComment',
-        description: "The comment's author only (others 403): deletes the comment. A stale If-Match is 412 and changes nothing.",
         summary: 'Delete a comment (author)',
         params: CommentParams,
         headers: IfMatchHeaders,
@@ -80,7 +74,6 @@ export default postChildRoutes({
   tags,
   list: {
     operationId: 'listComments',
-    description: 'Anyone for a published post; with a token, the creator of a draft too. The comments of a post, oldest first. Changes nothing.',
     summary: 'The comments of a post, oldest first',
     querystring: CommentListQuery,
     response: CommentList,
@@ -88,7 +81,6 @@ export default postChildRoutes({
   },
   get: {
     operationId: 'getComment',
-    description: 'Anyone for a published post; with a token, the creator of a draft too. One comment. Changes nothing.',
     summary: 'One comment of a post',
     params: CommentParams,
     response: Comment,
@@ -96,7 +88,6 @@ export default postChildRoutes({
   },
   create: {
     operationId: 'createComment',
-    description: "Any signed-in active user: adds a comment and alerts the post's creator (an alert and an e-mail) unless the author is the creator.",
     summary: "Comment on a post (any active user); alerts the post's creator",
     body: CommentWrite,
     response: Comment,

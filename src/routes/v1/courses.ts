@@ -31,8 +31,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'getCourse',
-      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
-      'The course post with its number of chapters. Changes nothing.',
       security: optionalSecurity,
       summary: 'One course, with its number of chapters',
       params: CourseParams,
@@ -44,7 +42,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'listChapters',
-      description: 'Anyone for a published course; with a token, its creator for a draft too. The chapters in position order. Changes nothing.',
       security: optionalSecurity,
       summary: 'Chapters of a course, in position order',
       params: CourseParams,
@@ -61,8 +58,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'getChapter',
-      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
-      'One chapter. Changes nothing.',
       security: optionalSecurity,
       summary: 'One chapter',
       params: ChapterParams,
@@ -74,7 +69,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'listLessons',
-      description: 'Anyone for a published course; with a token, its creator for a draft too. The lessons of a chapter in position order. Changes nothing.',
       security: optionalSecurity,
       summary: 'Lessons of a chapter, in position order',
       params: CourseChapterParams,
@@ -92,8 +86,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'getLesson',
-      description: 'Anyone for a published course; with a token, its creator for a draft too. ' +
-      'One lesson. Changes nothing.',
       security: optionalSecurity,
       summary: 'One lesson (where a new lesson\'s Location points)',
       params: LessonParams,
@@ -115,7 +107,6 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'createChapter',
-      description: 'The course\'s owner only, while still a creator: adds a chapter at the given position (later chapters shift down) or at the end.',
       summary: 'Add a chapter at a position, or at the end (course owner)',
       params: CourseParams,
       headers: IdempotencyHeaders,
@@ -134,8 +125,6 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'createLesson',
-      description: 'The course\'s owner only, while still a creator: adds a lesson to a chapter at the given position (later lessons ' +
-        'shift down) or at the end.',
       summary: 'Add a lesson at a position, or at the end (course owner)',
       params: CourseChapterParams,
       headers: IdempotencyHeaders,
@@ -162,16 +151,10 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...changes, 'UserNotCreator', 'ChapterNotFound'],
     put: {
       operationId: 'updateChapter',
-      description: 'The course\'s owner only, while still a creator (others 403; 404 where the course is hidden from the caller): ' +
-        'replaces the title and, with a position, moves the chapter there (the chapters between shift by one; past the end: last; ' +
-        'absent: it stays). A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a chapter\'s title, or move it (course owner)'
     },
     patch: {
       operationId: 'patchChapter',
-      description: 'The course\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a title present replaces ' +
-        'the title, a position moves the chapter (the chapters between shift by one), an absent member is kept; null is 422 on both. A ' +
-        'stale If-Match is 412 and changes nothing.',
       summary: 'Rename or move a chapter (course owner), a JSON Merge Patch'
     },
     fieldsOf: chapterFields,
@@ -185,9 +168,6 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteChapter',
-      description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the chapter and its ' +
-        'lessons in the same change; the later chapters move up one place. A stale If-Match is 412 and removes nothing; a second ' +
-        'DELETE is 404.',
       summary: 'Remove a chapter and its lessons (course owner)',
       params: ChapterParams,
       headers: IfMatchHeaders,
@@ -208,16 +188,10 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...changes, 'UserNotCreator', 'LessonNotFound'],
     put: {
       operationId: 'updateLesson',
-      description: 'The course\'s owner only, while still a creator (others 403; 404 where the course is hidden from the caller): ' +
-        'replaces the title and body (absent body: none) and, with a position, moves the lesson within its chapter (the lessons ' +
-        'between shift by one; past the end: last; absent: it stays). A stale If-Match is 412 and changes nothing.',
       summary: 'Replace a lesson\'s title and body, or move it (course owner)'
     },
     patch: {
       operationId: 'patchLesson',
-      description: 'The course\'s owner only, while still a creator: merges a JSON Merge Patch (RFC 7396): a member present replaces ' +
-        'the field, a position moves the lesson within its chapter, null clears the body (on the title or position it is 422), an ' +
-        'absent member is kept. A stale If-Match is 412 and changes nothing.',
       summary: 'Change or move a lesson (course owner), a JSON Merge Patch'
     },
     fieldsOf: lessonFields,
@@ -231,8 +205,6 @@ const writes: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteLesson',
-      description: 'The course\'s owner only (others 403; 404 where the course is hidden from the caller): removes the lesson; the later ' +
-        'lessons of its chapter move up one place. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
       summary: 'Remove a lesson (course owner)',
       params: LessonParams,
       headers: IfMatchHeaders,

@@ -11,7 +11,6 @@ const creatorPosts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['creators'],
       operationId: 'listCreatorPosts',
-      description: 'Anyone: a creator\'s published posts, newest activity first. Changes nothing.',
       summary: 'A creator\'s published posts, newest activity first',
       params: CreatorParams,
       querystring: CreatorPostListQuery,

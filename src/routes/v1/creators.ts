@@ -11,7 +11,6 @@ const creators: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['creators'],
       operationId: 'getCreator',
-      description: 'Anyone: the public profile of a creator; a profile that is not a creator is 404. Changes nothing.',
       summary: 'A creator\'s public profile',
       params: ProfileParams,
       response: { 200: ref(Profile), 304: NotModified, ...errorResponses('ValidationFailed', 'ProfileNotFound', 'ProfileNotCreator') }

@@ -21,9 +21,6 @@ const emailVerifications: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       operationId: 'confirmEmail',
       summary: 'Verify an e-mail address with the token from its link',
-      description: 'Anyone holding the link: the token of the link Roja mailed (its `token` query parameter) verifies the account\'s address (204). ' +
-        'Confirming an address that is already verified changes nothing (204 again). A token that is malformed, tampered with, expired, or ' +
-        'for an address the account no longer has is 422 InvalidVerificationToken (`errors[0].rule` is `expired` or `invalid`).',
       body: ref(EmailVerification),
       response: { 204: Verified, ...errorResponses('ValidationFailed', 'InvalidVerificationToken') }
     }
@@ -47,9 +44,6 @@ const resend: FastifyPluginAsyncTypebox = async (fastify) => {
       security,
       operationId: 'sendVerificationEmail',
       summary: 'E-mail yourself a new verification link',
-      description: 'The caller only (userId must be the caller, else 403): queues a new link that verifies the caller\'s address (202); ' +
-        'earlier links keep working until they expire. 409 EmailAlreadyVerified when the address is verified. ' +
-          'Counts against the per-user and per-recipient mail limits.',
       params: UserParams,
       response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailAlreadyVerified', 'ValidationFailed') }
     }

@@ -50,10 +50,6 @@ const media: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags: ['media'],
         operationId: 'getMedia',
-        description:
-          'Anyone (posts and avatars point here). `Accept` picks the representation: ' +
-          "the file's own type, or a wildcard covering it, gives the bytes (with `Range` support); `application/json` gives the metadata; " +
-          'anything else is 406. Changes nothing.',
         summary: 'The file (its own type or a wildcard in Accept) or its metadata (application/json)',
         params: MediaParams,
         headers: MediaGetHeaders,
@@ -108,12 +104,6 @@ const media: FastifyPluginAsyncTypebox = async fastify => {
         schema: {
           tags: ['media'],
           operationId: 'uploadMedia',
-          description:
-            'Signed-in active users whose e-mail address is verified (else 403 EmailNotVerified, nothing read): ' +
-            'uploads one file as multipart/form-data (field `file`); the media type is sniffed from the bytes. Streams to storage; ' +
-            "over the per-upload limit 413 PayloadTooLarge, over what the caller's storage quota has left (uploads in progress count) 413 " +
-            'StorageQuotaExceeded, and nothing kept either way. `GET /v1/users/me/media` shows the quota and its use. Not idempotent: ' +
-            'a retry makes a second media.',
           summary: 'Upload a file (multipart/form-data, one file field `file`)',
           security,
           consumes: ['multipart/form-data'],
@@ -183,11 +173,6 @@ const media: FastifyPluginAsyncTypebox = async fastify => {
         schema: {
           tags: ['media'],
           operationId: 'deleteMedia',
-          description:
-            'The uploader only (others 403): deletes the file. Its bytes leave storage and its size leaves the quota at once; ' +
-            "the caller's own avatar_url and posts' media_url that name its URL are cleared in the same change. Anyone else's copy of " +
-            'the URL then answers 404. If-Match takes the ETag of the metadata (GET with Accept: application/json); a stale one is 412 ' +
-            'and removes nothing. A second DELETE is 404. There is no PUT or PATCH: the bytes of a media never change; upload a new one.',
           summary: 'Delete an uploaded file, free its quota, clear your references to it (uploader)',
           security,
           params: MediaParams,

@@ -11,7 +11,6 @@ import { authErrors, callerId, optionalSecurity, security } from '../guards.js'
 /** What the OpenAPI document says of one operation. */
 interface Described {
   operationId: string
-  description: string
   summary: string
 }
 
@@ -65,7 +64,6 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
           tags,
           security,
           operationId: create.operationId,
-          description: create.description,
           summary: create.summary,
           params: PostParams,
           headers: IdempotencyHeaders,
@@ -93,7 +91,6 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
         schema: {
           tags,
           operationId: list.operationId,
-          description: list.description,
           security: optionalSecurity,
           summary: list.summary,
           params: PostParams,
@@ -116,7 +113,6 @@ export function postChildRoutes<Item extends Child, Query extends TSchema, Body 
         schema: {
           tags,
           operationId: get.operationId,
-          description: get.description,
           security: optionalSecurity,
           summary: get.summary,
           params: get.params,

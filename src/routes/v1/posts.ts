@@ -18,9 +18,6 @@ const posts: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'listPosts',
-        description:
-          'Anyone: published posts (published_at in the past), newest activity first, filtered by type, tags (all of them) and ' +
-          'creator. Changes nothing.',
         summary: 'Published posts, newest activity first; filters type, tags (all of), creator_id',
         querystring: PostListQuery,
         response: { 200: ref(PostList), ...errorResponses('ValidationFailed') }
@@ -40,8 +37,6 @@ const posts: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'getPost',
-        description:
-          'Anyone for a published post; with a token, its creator for a draft or scheduled post too (everyone else gets 404). Changes nothing.',
         security: optionalSecurity,
         summary: 'One post; a draft or scheduled post only for its creator (others get 404)',
         params: PostParams,
@@ -66,9 +61,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'createPost',
-        description:
-          'Active creators: creates a post owned by the caller. The slug is derived from the title when absent (409 when the ' +
-          'caller already has it); published_at absent means now, a future time schedules it, null keeps a draft.',
         summary: 'Create a post (active creators)',
         headers: IdempotencyHeaders,
         body: ref(PostCreate),
@@ -104,20 +96,10 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
     ],
     put: {
       operationId: 'updatePost',
-      description:
-        "The post's creator only, while still a creator (others 403): replaces the writable fields; " +
-        'an absent slug or published_at keeps the stored value. Moves the post up the default order. ' +
-        'A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the writable fields of a post (owner); moves it up the default order'
     },
     patch: {
       operationId: 'patchPost',
-      description:
-        "The post's creator only, while still a creator (others 403): " +
-        'merges a JSON Merge Patch (RFC 7396) into the writable fields. A member present replaces the field; ' +
-        'null clears an optional one (body, tags, media_url; a null slug is derived from the title again, a null published_at makes a ' +
-        'draft), and on type or title is 422; an absent member is kept. The merged post must pass the rules of PUT (422, a slug the ' +
-        'caller already has 409) or nothing changes. Moves the post up the default order. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a post (owner), a JSON Merge Patch; moves it up the default order'
     },
     fieldsOf: postFields,
@@ -133,8 +115,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'deletePost',
-        description:
-          "The post's creator only (others 403): deletes the post with its reviews and comments. A stale If-Match is 412 and changes nothing.",
         summary: 'Delete a post with its reviews and comments (owner)',
         params: PostParams,
         headers: IfMatchHeaders,

@@ -18,9 +18,6 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'createProfile',
-      description: 'Anyone: signs up, creating a user and its profile (the profile id is the user id), and queues one e-mail with a ' +
-        'link that verifies the address (`email_verified` is false until then). The username is trimmed and lower-cased; ' +
-        'a taken username or e-mail is 409. New accounts are not creators: an operator grants that.',
       summary: 'Sign up: create a user and its profile',
       headers: IdempotencyHeaders,
       body: ref(ProfileCreate),
@@ -39,7 +36,6 @@ const profiles: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags,
       operationId: 'getProfile',
-      description: 'Anyone: a public profile, never with e-mail or password data. Changes nothing.',
       summary: 'A public profile',
       params: ProfileParams,
       response: { 200: ref(Profile), 304: NotModified, ...errorResponses('ValidationFailed', 'ProfileNotFound') }
@@ -58,7 +54,6 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'getMyProfile',
-      description: 'Signed-in users: the caller\'s own profile, with the e-mail address and whether it is verified. Changes nothing.',
       summary: 'The caller\'s own profile, with the e-mail address',
       response: { 200: ref(MyProfile), 304: NotModified, ...errors }
     }
@@ -73,16 +68,10 @@ const me: FastifyPluginAsyncTypebox = async (fastify) => {
     errors: [...authErrors, 'ValidationFailed', 'PreconditionFailed'],
     put: {
       operationId: 'updateMyProfile',
-      description: 'Signed-in users: replaces the writable fields of the caller\'s own profile (an absent field becomes null); ' +
-        'username, e-mail and password do not change here. A stale If-Match is 412.',
       summary: 'Replace the writable fields of the caller\'s profile'
     },
     patch: {
       operationId: 'patchMyProfile',
-      description: 'Signed-in users: merges a JSON Merge Patch (RFC 7396) into the writable fields of the caller\'s own profile: ' +
-        'a member present replaces the field, null clears an optional one (on first_name it is 422), an absent member is kept; ' +
-        'username, e-mail and password do not change here. The merged profile must pass the rules of PUT (422, an avatar_url on an ' +
-        'allowed media host) or nothing changes. A stale If-Match is 412.',
       summary: 'Change some fields of the caller\'s profile, a JSON Merge Patch'
     },
     fieldsOf: profileFields,

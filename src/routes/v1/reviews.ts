@@ -23,14 +23,10 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       'PreconditionFailed'],
     put: {
       operationId: 'updateReview',
-      description: 'The review\'s author only (others 403; 404 where the post is hidden from the caller): replaces its rating and text ' +
-        '(an absent text becomes null). Still one review per user and post. A stale If-Match is 412 and changes nothing.',
       summary: 'Replace the rating and text of a review (author)'
     },
     patch: {
       operationId: 'patchReview',
-      description: 'The review\'s author only (others 403): merges a JSON Merge Patch (RFC 7396): a member present replaces the field, ' +
-        'null clears the text (on the rating it is 422), an absent member is kept. A stale If-Match is 412 and changes nothing.',
       summary: 'Change a review (author), a JSON Merge Patch'
     },
     fieldsOf: reviewFields,
@@ -44,8 +40,6 @@ const authorWrites: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'deleteReview',
-      description: 'The review\'s author only (others 403): withdraws the review, and the alert it raised for the post\'s creator with ' +
-        'it. The author may review the post again afterwards. A stale If-Match is 412 and removes nothing; a second DELETE is 404.',
       summary: 'Withdraw a review (author)',
       params: ReviewParams,
       headers: IfMatchHeaders,
@@ -68,7 +62,6 @@ export default postChildRoutes({
   tags,
   list: {
     operationId: 'listReviews',
-    description: 'Anyone for a published post; with a token, the creator of a draft too. The reviews of a post, newest first. Changes nothing.',
     summary: 'The reviews of a post, newest first; filter rating',
     querystring: ReviewListQuery,
     response: ReviewList,
@@ -76,7 +69,6 @@ export default postChildRoutes({
   },
   get: {
     operationId: 'getReview',
-    description: 'Anyone for a published post; with a token, the creator of a draft too. One review. Changes nothing.',
     summary: 'One review of a post (where a created review\'s Location points)',
     params: ReviewParams,
     response: Review,
@@ -84,8 +76,6 @@ export default postChildRoutes({
   },
   create: {
     operationId: 'createReview',
-    description: 'Any signed-in active user, once per post (409 on a second): ' +
-      'adds a review and alerts the post\'s creator (an alert and an e-mail) unless the reviewer is the creator.',
     summary: 'Review a post (any active user, once per post); alerts the post\'s creator',
     body: ReviewCreate,
     response: Review,

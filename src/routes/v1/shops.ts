@@ -47,7 +47,6 @@ const shops: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'listShops',
-        description: 'Anyone: every shop, filtered by owner. Changes nothing.',
         summary: 'All shops',
         querystring: ShopListQuery,
         response: { 200: ref(ShopList), ...errorResponses('ValidationFailed') }
@@ -66,7 +65,6 @@ const shops: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'getShop',
-        description: 'Anyone: one shop. Changes nothing.',
         summary: 'One shop',
         params: ShopParams,
         response: { 200: ref(Shop), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound') }
@@ -81,7 +79,6 @@ const shops: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'listProducts',
-        description: 'Anyone: the products of a shop, filtered by currency and price. Changes nothing.',
         summary: 'The products of a shop',
         params: ShopParams,
         querystring: ProductListQuery,
@@ -101,7 +98,6 @@ const shops: FastifyPluginAsyncTypebox = async fastify => {
       schema: {
         tags,
         operationId: 'getProduct',
-        description: 'Anyone: one product of a shop. Changes nothing.',
         summary: 'One product of a shop',
         params: ProductParams,
         response: { 200: ref(Product), 304: NotModified, ...errorResponses('ValidationFailed', 'ShopNotFound', 'ProductNotFound') }
@@ -130,7 +126,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'createShop',
-        description: 'Active creators: opens a shop owned by the caller.',
         summary: 'Open a shop (creators)',
         headers: IdempotencyHeaders,
         body: ref(ShopWrite),
@@ -153,18 +148,10 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateShop',
-      description:
-        "The shop's owner only, while still a creator (others 403): replaces its name and description. " +
-        'A stale If-Match is 412 and changes nothing.',
       summary: "Replace a shop's writable fields (owner)"
     },
     patch: {
       operationId: 'patchShop',
-      description:
-        "The shop's owner only, while still a creator (others 403): " +
-        'merges a JSON Merge Patch (RFC 7396) into its name and description: ' +
-        'a member present replaces the field, null clears the description (on the name it is 422), an absent member is kept. ' +
-        'The merged shop must pass the rules of PUT (422) or nothing changes. A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a shop (owner), a JSON Merge Patch'
     },
     fieldsOf: shopFields,
@@ -180,7 +167,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'deleteShop',
-        description: "The shop's owner only (others 403): closes the shop and deletes its products. A stale If-Match is 412 and changes nothing.",
         summary: 'Close a shop and remove its products (owner)',
         params: ShopParams,
         headers: IfMatchHeaders,
@@ -201,7 +187,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'createProduct',
-        description: "The shop's owner only, while still a creator: adds a product to the shop.",
         summary: 'Add a product to a shop (owner)',
         params: ShopParams,
         headers: IdempotencyHeaders,
@@ -226,17 +211,10 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
     errors: [...auth, 'UserNotOwner', 'UserNotCreator', 'ShopNotFound', 'ProductNotFound', 'PreconditionFailed'],
     put: {
       operationId: 'updateProduct',
-      description:
-        "The shop's owner only, while still a creator: replaces the product's writable fields. A stale If-Match is 412 and changes nothing.",
       summary: "Replace a product's writable fields (shop owner)"
     },
     patch: {
       operationId: 'patchProduct',
-      description:
-        "The shop's owner only, while still a creator: merges a JSON Merge Patch (RFC 7396) into the product's writable " +
-        'fields: a member present replaces the field, null clears the description (on name, price_cents or currency it is 422), an ' +
-        'absent member is kept. The merged product must pass the rules of PUT (422) or nothing changes. ' +
-        'A stale If-Match is 412 and changes nothing.',
       summary: 'Change some fields of a product (shop owner), a JSON Merge Patch'
     },
     fieldsOf: productFields,
@@ -252,7 +230,6 @@ const writes: FastifyPluginAsyncTypebox = async fastify => {
         tags,
         security,
         operationId: 'deleteProduct',
-        description: "The shop's owner only: removes the product. A stale If-Match is 412 and changes nothing.",
         summary: 'Remove a product (shop owner)',
         params: ProductParams,
         headers: IfMatchHeaders,

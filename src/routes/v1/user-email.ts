@@ -16,9 +16,6 @@ const userEmail: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['users'],
       operationId: 'sendAccountSummary',
       summary: 'E-mail yourself your account summary',
-      description: 'The caller only (userId must be the caller, else 403): queues an e-mail with the account summary (account type and counts of ' +
-        'posts, reviews, comments and alerts). Answers 202 at once; the outbox worker delivers the e-mail afterwards. ' +
-        'While the caller\'s address is unverified: 403 EmailNotVerified, nothing queued.',
       security,
       params: UserParams,
       response: { 202: ref(QueuedStatus), ...errorResponses(...authErrors, 'UserNotOwner', 'EmailNotVerified', 'ValidationFailed') }

@@ -20,8 +20,6 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'listMyPosts',
-      description: 'Signed-in users: all of the caller\'s own posts, drafts and scheduled ones included, with the same filters and ' +
-        'sorts as /v1/posts. Changes nothing.',
       summary: 'The caller\'s own posts, drafts and scheduled ones too',
       querystring: CreatorPostListQuery,
       response: { 200: ref(PostList), ...errorResponses(...authErrors, 'ValidationFailed') }
@@ -36,9 +34,6 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['users', 'media'],
       security,
       operationId: 'listMyMedia',
-      description: 'Signed-in users: the caller\'s own uploads (newest first by default, sortable by `created_at` or `size`), with ' +
-        '`used_bytes` (all of them, every page), `quota_bytes` (MEDIA_QUOTA_BYTES) and `available_bytes` (what the next upload may take ' +
-        'now; uploads in progress count). Changes nothing.',
       summary: 'The caller\'s own uploads and their storage quota',
       querystring: MyMediaListQuery,
       response: { 200: MyMediaList, ...errorResponses(...authErrors, 'ValidationFailed') }
@@ -58,9 +53,6 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       tags,
       security,
       operationId: 'getUserPost',
-      description: 'The caller only (userId must be the caller, else 403), an active creator, and the post\'s owner. ' +
-        'Answers the post, drafts included, and queues an e-mail about it to the caller (a 304 too), unless the caller\'s address is ' +
-        'unverified.',
       summary: 'One of the caller\'s own posts; queues an e-mail about it to the caller',
       params: UserPostParams,
       response: { 200: ref(Post), 304: NotModified, ...errorResponses(...authErrors, 'UserNotOwner', 'UserNotCreator', 'PostNotFound', 'ValidationFailed') }

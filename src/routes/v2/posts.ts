@@ -19,8 +19,6 @@ const posts: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['posts'],
       operationId: 'listPostsByCursor',
       summary: 'Published posts, newest activity first, by keyset cursor; filters type, tags (all of), creator_id',
-      description: 'Pass `next_cursor` back as `cursor` for the next page; a deep page costs what the first does, ' +
-        'and posts written during the walk do not shift it. A cursor that was altered is 422.',
       querystring: PostCursorQuery,
       response: { 200: ref(PostCursorPage), ...errorResponses('ValidationFailed') }
     }
