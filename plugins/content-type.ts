@@ -87,7 +87,7 @@ function hooks<T> (hook: T | T[] | undefined): T[] {
  */
 function bodilessAs (type: string): preValidationHookHandler {
   return function (request, _reply, done) {
-    if (request.body !== undefined) return done()
+    if (request.body !== undefined || hasBody(request.headers)) return done()
     const validate = (request.getValidationFunction('body') as unknown as Record<string, ValidateFunction>)[type]
     if (validate(undefined)) return done()
     done(Object.assign(new Error('body: invalid'), { statusCode: 400, validation: validate.errors, validationContext: 'body' }))
