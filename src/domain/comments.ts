@@ -12,7 +12,7 @@ import { alertPostCreator } from './alerts.js'
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible } from './posts.js'
+import { assertPostVisible, isVisible } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -91,9 +91,12 @@ export async function updateComment (
   return changeRow(db, {
     lock: db => db.selectFrom('comment').select('id').where('id', '=', commentId),
     read: async db => {
-      await assertPostVisible(db, postId, viewerId)
       const row = await commentToChange(db, postId, commentId)
-      if (!row) throw new AppError('ResourceNotFound', `no comment ${commentId} on post ${postId}`)
+      if (!row || !isVisible(row, viewerId)) {
+        // the answer getComment gives: 404 PostNotFound for a post the viewer cannot see, before the comment's own 404
+        await assertPostVisible(db, postId, viewerId)
+        throw new AppError('ResourceNotFound', `no comment ${commentId} on post ${postId}`)
+      }
       const current = toComment(row)
       guard(current)
       return { version: row.version, text: bodyOf(change, current).text, updated_at: writeTimeIso() }
@@ -109,9 +112,10 @@ export async function updateComment (
   })
 }
 
-/** The comment a change reads: as getComment reads it, with the row's version (changeRow). */
+/** The comment a change reads, as getComment reads it, with its post's visibility and the row's version (changeRow), in one read. */
 const commentToChange = cachedRowStatement((db, postId: string, commentId: string) =>
-  selectComments(db, postId).select(rowVersion(db, 'comment').as('version')).where('comment.id', '=', commentId))
+  selectComments(db, postId).innerJoin('post', 'post.id', 'comment.post_id')
+    .select(['post.published_at', 'post.creator_id', rowVersion(db, 'comment').as('version')]).where('comment.id', '=', commentId))
 
 /** The update in one statement (changeRow's), where the comment still has the version read, read back with its author. */
 type CommentChange = { id: string, postId: string, version: string, text: string, updatedAt: string }
