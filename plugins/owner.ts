@@ -11,7 +11,7 @@ import { assertIfMatch } from './etag.js'
 export interface OwnerRule {
   /**
    * Whose the resource the route acts on (or under) is. The handler hands the resource as it is
-   * now to `request.owned` (inside the change's transaction, against the locked row).
+   * now to `request.owned` (against the row the change writes: locked, or written only while unchanged).
    */
   of?: (resource: never) => string
   /** What If-Match is compared with, when the resource handed over is more than the item (a product with its shop). */

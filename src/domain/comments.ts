@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
+import type { SelectQueryBuilder } from '../db/kysely.js'
+import type { CommentTable, Database } from '../db/schema.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { lockForUpdate } from '../db/row-lock.js'
@@ -9,23 +12,26 @@ import { alertPostCreator } from './alerts.js'
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible } from './posts.js'
+import { assertPostVisible, isVisible } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
-/** Runs inside the change's transaction against the comment as it is: the route's owner and If-Match checks. */
+/** Runs against the comment as it is, before anything changes: the route's owner and If-Match checks. */
 export type CommentGuard = (current: Comment) => void
 
 const SORT_COLUMNS = { created_at: 'comment.created_at', updated_at: 'comment.updated_at' }
 const DEFAULT_SORT = [{ column: 'comment.created_at', direction: 'asc' as const }]
 
 function selectComments (db: Executor, postId: string) {
-  return db
-    .selectFrom('comment')
+  return withAuthor(db.selectFrom('comment')).where('comment.post_id', '=', postId)
+}
+
+/** A comment's columns and its author's, from `comment` (the table, or a CTE of its rows named so). */
+function withAuthor<Q extends SelectQueryBuilder<Database & { comment: CommentTable }, 'comment', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'comment', {}>)
     .innerJoin('user', 'user.id', 'comment.author_id')
     .innerJoin('profile', 'profile.id', 'comment.author_id')
     .select(['comment.id', 'comment.post_id', 'comment.author_id', 'comment.text', 'comment.created_at', 'comment.updated_at', ...PERSON_COLUMNS])
-    .where('comment.post_id', '=', postId)
 }
 
 type CommentRow = Awaited<ReturnType<ReturnType<typeof selectComments>['executeTakeFirstOrThrow']>>
@@ -73,7 +79,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
   })
 }
 
-/** PUT and PATCH: replaces the text. */
+/** PUT and PATCH: replaces the text. The guard and the merge judge the comment as it is written (changeRow). */
 export async function updateComment (
   db: Executor,
   postId: string,
@@ -82,14 +88,43 @@ export async function updateComment (
   change: Change<Comment, CommentWrite>,
   guard: CommentGuard
 ): Promise<Comment> {
-  return db.transaction().execute(async trx => {
-    const current = await lockComment(trx, postId, commentId, viewerId)
-    guard(current)
-    const input = bodyOf(change, current)
-    await trx.updateTable('comment').set({ text: input.text, updated_at: writeTimeIso() }).where('id', '=', commentId).execute()
-    return getComment(trx, postId, commentId, viewerId)
+  return changeRow(db, {
+    lock: db => db.selectFrom('comment').select('id').where('id', '=', commentId),
+    read: async db => {
+      const row = await commentToChange(db, postId, commentId)
+      if (!row || !isVisible(row, viewerId)) {
+        // the answer getComment gives: 404 PostNotFound for a post the viewer cannot see, before the comment's own 404
+        await assertPostVisible(db, postId, viewerId)
+        throw new AppError('ResourceNotFound', `no comment ${commentId} on post ${postId}`)
+      }
+      const current = toComment(row)
+      guard(current)
+      return { version: row.version, text: bodyOf(change, current).text, updated_at: writeTimeIso() }
+    },
+    statement: async (db, { version, text, updated_at: updatedAt }) => {
+      const [row] = await updateCommentReturning(db, undefined, { id: commentId, postId, version: version!, text, updatedAt })
+      return row && toComment(row)
+    },
+    steps: async (trx, { text, updated_at: updatedAt }) => {
+      await trx.updateTable('comment').set({ text, updated_at: updatedAt }).where('id', '=', commentId).execute()
+      return toComment((await commentOnPost(trx, postId, commentId))!)
+    }
   })
 }
+
+/** The comment a change reads, as getComment reads it, with its post's visibility and the row's version (changeRow), in one read. */
+const commentToChange = cachedRowStatement((db, postId: string, commentId: string) =>
+  selectComments(db, postId).innerJoin('post', 'post.id', 'comment.post_id')
+    .select(['post.published_at', 'post.creator_id', rowVersion(db, 'comment').as('version')]).where('comment.id', '=', commentId))
+
+/** The update in one statement (changeRow's), where the comment still has the version read, read back with its author. */
+type CommentChange = { id: string, postId: string, version: string, text: string, updatedAt: string }
+const updateCommentReturning = cachedStatementPerShape((db, _: undefined, v: CommentChange) =>
+  withAuthor(
+    db.with('changed', q => q.updateTable('comment').set({ text: v.text, updated_at: v.updatedAt })
+      .where('comment.id', '=', v.id).where('comment.post_id', '=', v.postId).where(sameVersion('comment', v.version)).returningAll())
+      .selectFrom('changed as comment')
+  ))
 
 /** The PUT body that keeps a comment as it is: what a PATCH merges into. */
 export function commentFields (comment: Comment): CommentWrite {

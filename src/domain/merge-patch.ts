@@ -1,6 +1,6 @@
 /**
  * The new writable fields of a change: a PUT's body as sent, or a function that works them out
- * from the resource as it is, called inside the change's transaction after its guard (a PATCH
+ * from the resource as it is, called after the change's guard against the row it writes (a PATCH
  * merges into the current fields there, so nothing can change between the read and the write).
  */
 export type Change<Current, Body> = Body | ((current: Current) => Body)

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Insertable, type SelectQueryBuilder } from '../db/kysely.js'
+import { sql, type Insertable, type SelectQueryBuilder, type Updateable } from '../db/kysely.js'
 import { AppError } from '../../schemas/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { lockForUpdate } from '../db/row-lock.js'
@@ -11,6 +11,7 @@ import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
 import type { Executor } from '../db/dialect.js'
 import { writeTogether } from '../db/write-together.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import type { Database, PostTable } from '../db/schema.js'
 import { enqueueEmail } from './outbox.js'
 import { cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
@@ -20,8 +21,9 @@ import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
 /**
- * A check run inside the change's transaction against the post as it is now, before anything
- * changes: the route passes its owner and If-Match checks, so no other write can slip between.
+ * A check of the post as it is now, before anything changes: the route passes its owner and
+ * If-Match checks. A change runs it against the very row it writes (changeRow), a delete inside
+ * its transaction, so no other write can slip between.
  */
 export type Guard = (current: Post) => void
 
@@ -91,7 +93,10 @@ export function isVisible (row: { published_at: Date | string | null; creator_id
 
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
 async function findVisible (db: Executor, postId: string, viewerId: string | undefined): Promise<PostRow> {
-  const [row] = await postById(db, postId)
+  return visibleOr404((await postById(db, postId))[0], postId, viewerId)
+}
+
+function visibleOr404<R extends PostRow> (row: R | undefined, postId: string, viewerId: string | undefined): R {
   if (!row || !isVisible(row, viewerId)) throw new AppError('PostNotFound', `no post with id ${postId}`)
   return row
 }
@@ -296,15 +301,15 @@ export async function createPost (db: Executor, creatorId: string, input: PostCr
 /**
  * PUT and PATCH: replaces the writable fields. An absent slug or published_at keeps the stored
  * one, a null slug is derived from the title again; an absent or null body, tags or media_url is
- * cleared. sort_at moves to now, so an updated post moves up the default order.
+ * cleared. sort_at moves to now, so an updated post moves up the default order. The guard and
+ * the merge judge the post as it is written (changeRow).
  */
 export async function updatePost (db: Executor, postId: string, viewerId: string, change: Change<Post, PostUpdate>, guard: Guard): Promise<Post> {
   let slug: string | undefined
-  return inTransaction(
-    db,
-    () => slug,
-    async trx => {
-      const current = await lockVisible(trx, postId, viewerId)
+  return withSlugConflict(() => slug, () => changeRow(db, {
+    lock: db => db.selectFrom('post').select('id').where('id', '=', postId),
+    read: async db => {
+      const current = visibleOr404((await postToChange(db, postId))[0], postId, viewerId)
       const post = toPost(current)
       guard(post)
       const input = bodyOf(change, post)
@@ -319,21 +324,50 @@ export async function updatePost (db: Executor, postId: string, viewerId: string
             ? null
             : parseDateTimeInput(input.published_at)
       const tags = normaliseTags(input.tags ?? [])
-      await trx
-        .updateTable('post')
-        .set({
-          ...writableColumns(input, slug, tags, publishedAt),
-          updated_at: now,
-          sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
-        })
-        .where('id', '=', postId)
-        .execute()
+      const columns = {
+        ...writableColumns(input, slug, tags, publishedAt),
+        updated_at: now,
+        sort_at: latest(now, publishedAt, toDate(current.created_at).toISOString())
+      }
+      return { version: current.version, columns, tags }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updatePostReturning(db, undefined, { ...columns, id: postId, version: version! })
+      return row && toPost(row)
+    },
+    steps: async (trx, { columns, tags }) => {
+      await trx.updateTable('post').set(columns).where('id', '=', postId).execute()
       await trx.deleteFrom('post_tag').where('post_id', '=', postId).execute()
       await writeTags(trx, postId, tags)
       return toPost((await postById(trx, postId))[0])
     }
-  )
+  }))
 }
+
+/** The post a change reads: as postById reads it, with the row's version (changeRow). */
+const postToChange = cachedStatement((db, postId: string) =>
+  selectPosts(db).select(rowVersion(db, 'post').as('version')).where('post.id', '=', postId))
+
+/**
+ * The update in one statement (changeRow's), where the post still has the version read: the
+ * post's row, the tags no longer listed deleted and the new ones inserted (from the post's own
+ * JSON list, as the create does), the post read back with its creator joined. The kept tags'
+ * rows stay, so the insert never meets a row the delete is removing.
+ */
+const updatePostReturning = cachedStatementPerShape((db, _: undefined, v: Updateable<PostTable> & { id: string; version: string } & Values) => {
+  const { id, version, ...columns } = v
+  return withPerson(
+    db
+      .with('changed', q => q.updateTable('post').set(columns).where('post.id', '=', id).where(sameVersion('post', version)).returningAll())
+      .with('gone_tag', q => q.deleteFrom('post_tag')
+        .where('post_tag.post_id', 'in', eb => eb.selectFrom('changed').select('changed.id'))
+        .where('post_tag.tag', 'not in', eb => eb.selectFrom('changed').select(sql<string>`json_array_elements_text(changed.tags::json)`.as('tag'))))
+      .with('new_tag', q => q.insertInto('post_tag').columns(['post_id', 'tag'])
+        .expression(eb => eb.selectFrom('changed').select(['changed.id', sql<string>`json_array_elements_text(changed.tags::json)`.as('tag')]))
+        .onConflict(oc => oc.columns(['post_id', 'tag']).doNothing()))
+      .selectFrom('changed as post')
+  )
+})
 
 /** The PUT body that keeps a post as it is (slug and published_at, left out, keep theirs): what a PATCH merges into. */
 export function postFields (post: Post): PostUpdate {
@@ -389,12 +423,7 @@ async function lockVisible (trx: Executor, postId: string, viewerId: string): Pr
   return findVisible(trx, postId, viewerId)
 }
 
-/** `slug` names the slug the work writes, known once it has read the post. */
-async function inTransaction<T> (db: Executor, slug: () => string | undefined, work: (trx: Executor) => Promise<T>): Promise<T> {
-  return withSlugConflict(slug, () => db.transaction().execute(work))
-}
-
-/** The work, its unique violation answered as 409 Conflict naming the slug. */
+/** The work, its unique violation answered as 409 Conflict naming the slug (known once the work has read the post). */
 async function withSlugConflict<T> (slug: () => string | undefined, work: () => Promise<T>): Promise<T> {
   try {
     return await work()

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import type { Selectable } from 'kysely'
+import type { Selectable, SelectQueryBuilder, Updateable } from 'kysely'
 import { AppError } from '../../schemas/problems.js'
 import type { MyProfile, Profile, ProfileCreate, ProfileUpdate } from '../../schemas/profiles.js'
 import type { Db } from '../db/dialect.js'
-import { lockForUpdate } from '../db/row-lock.js'
-import type { ProfileTable } from '../db/schema.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
+import type { Database, ProfileTable } from '../db/schema.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
 import { uniqueViolation } from '../db/unique-violation.js'
-import { cachedRowStatement, cachedStatement } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
 import { dummyHash, hashPassword, verifyPassword } from './passwords.js'
 import { queueVerificationEmail, type VerificationSettings } from './email-verification.js'
 import { bodyOf, type Change } from './merge-patch.js'
@@ -56,7 +56,12 @@ const RESERVED_USERNAMES = new Set(['me'])
 type ProfileRow = Selectable<ProfileTable> & { username: string, is_creator: boolean | number }
 
 function selectProfile (db: Db) {
-  return db.selectFrom('profile').innerJoin('user', 'user.id', 'profile.id')
+  return withUser(db.selectFrom('profile'))
+}
+
+/** A profile's columns and its user's, from `profile` (the table, or a CTE of its rows named so). */
+function withUser<Q extends SelectQueryBuilder<Database & { profile: ProfileTable }, 'profile', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'profile', {}>).innerJoin('user', 'user.id', 'profile.id')
     .select(['profile.id', 'user.username', 'profile.first_name', 'profile.last_name', 'profile.age',
       'profile.favorite_band', 'profile.website', 'profile.avatar_url', 'user.is_creator',
       'profile.created_at', 'profile.updated_at'])
@@ -153,6 +158,10 @@ export async function getProfile (db: Db, id: string): Promise<Profile> {
 export async function getMyProfile (db: Db, id: string): Promise<MyProfile> {
   const row = await myProfileById(db, id)
   if (!row) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
+  return toMyProfile(row)
+}
+
+function toMyProfile (row: ProfileRow & { email: string, email_verified_at: string | null }): MyProfile {
   return { ...toProfile(row), email: row.email, email_verified: row.email_verified_at !== null }
 }
 
@@ -165,27 +174,51 @@ export async function getCreator (db: Db, id: string): Promise<Profile> {
 
 /**
  * PUT and PATCH /profiles/me: replaces the writable fields; an absent optional field becomes null.
- * The guard (If-Match) runs in the transaction against the profile as it is, locked, so twins with
- * one ETag cannot both pass.
+ * The guard (If-Match) judges the profile as it is written (changeRow), so twins with one ETag
+ * cannot both pass.
  */
 export async function updateMe (db: Db, id: string, change: Change<MyProfile, ProfileUpdate>, guard: (current: MyProfile) => void): Promise<MyProfile> {
-  return db.transaction().execute(async (trx) => {
-    await lockForUpdate(trx, trx.selectFrom('profile').select('id').where('id', '=', id))
-    const current = await getMyProfile(trx, id)
-    guard(current)
-    const input = bodyOf(change, current)
-    await trx.updateTable('profile').set({
-      first_name: input.first_name,
-      last_name: input.last_name ?? null,
-      age: input.age ?? null,
-      favorite_band: input.favorite_band ?? null,
-      website: input.website ?? null,
-      avatar_url: input.avatar_url ?? null,
-      updated_at: writeTimeIso()
-    }).where('id', '=', id).execute()
-    return getMyProfile(trx, id)
+  return changeRow(db, {
+    lock: db => db.selectFrom('profile').select('id').where('id', '=', id),
+    read: async db => {
+      const current = await myProfileToChange(db, id)
+      if (!current) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
+      guard(toMyProfile(current))
+      const input = bodyOf(change, toMyProfile(current))
+      const columns = {
+        first_name: input.first_name,
+        last_name: input.last_name ?? null,
+        age: input.age ?? null,
+        favorite_band: input.favorite_band ?? null,
+        website: input.website ?? null,
+        avatar_url: input.avatar_url ?? null,
+        updated_at: writeTimeIso()
+      }
+      return { version: current.version, columns }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updateProfileReturning(db, undefined, { ...columns, id, version: version! })
+      return row && toMyProfile(row)
+    },
+    steps: async (trx, { columns }) => {
+      await trx.updateTable('profile').set(columns).where('id', '=', id).execute()
+      return getMyProfile(trx as Db, id)
+    }
   })
 }
+
+/** The profile a change reads: as getMyProfile reads it, with the row's version (changeRow). */
+const myProfileToChange = cachedRowStatement((db, id: string) =>
+  selectProfile(db).select(['user.email', 'user.email_verified_at', rowVersion(db, 'profile').as('version')]).where('profile.id', '=', id))
+
+/** The update in one statement (changeRow's), where the profile still has the version read, read back as getMyProfile reads it. */
+const updateProfileReturning = cachedStatementPerShape((db, _: undefined, v: Updateable<ProfileTable> & { id: string; version: string } & Values) => {
+  const { id, version, ...columns } = v
+  return withUser(
+    db.with('changed', q => q.updateTable('profile').set(columns).where('profile.id', '=', id).where(sameVersion('profile', version)).returningAll())
+      .selectFrom('changed as profile')
+  ).select(['user.email', 'user.email_verified_at'])
+})
 
 /** The PUT body that keeps a profile as it is: what a PATCH merges into. */
 export function profileFields (profile: Profile): ProfileUpdate {

@@ -36,8 +36,8 @@ export interface Updates<Params extends TSchema, Body extends TObject, Resource>
 
 /**
  * Registers `PUT` and `PATCH` on one URL over the same domain function, so both have the same
- * ownership, If-Match, rules and answers. A PATCH merges its body into the resource as it is,
- * inside the change's transaction, and the merged fields must pass the PUT body's schema (422).
+ * ownership, If-Match, rules and answers. A PATCH merges its body into the resource as it is
+ * written (after the change's guard), and the merged fields must pass the PUT body's schema (422).
  */
 export function registerUpdates<Params extends TSchema, Body extends TObject, Resource> (fastify: FastifyInstance, u: Updates<Params, Body, Resource>): void {
   type Request = FastifyRequest<{ Params: Static<Params> }>

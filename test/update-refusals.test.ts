@@ -1,0 +1,204 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import t, { type Test } from 'tap'
+import { build, dialect, json } from './helper.js'
+import { createCreator, createUser, type TestUser } from './fixtures.js'
+import { createPost, MISSING } from './post-fixtures.js'
+import { revokeCreator } from '../src/domain/users.js'
+import { queryChannel, type QueryMessage } from '../plugins/db.js'
+
+/**
+ * Updates read the row, check it and write it only where the row is still as read: every refusal
+ * answers its problem and writes nothing, twins with one If-Match get one 200 and the rest 412,
+ * and concurrent merge patches of different fields each land on the row the others left.
+ */
+
+const PATCH = { 'content-type': 'application/merge-patch+json' }
+const TWINS = 50
+
+/** What a resource is, as its owner reads it: the answer, its ETag, and for a post its tag rows. */
+async function state (app: FastifyInstance, url: string, owner: TestUser) {
+  const res = await app.inject({ method: 'GET', url, headers: owner.headers })
+  const id = url.split('/').pop()!
+  const tags = url.startsWith('/v1/posts/') && !url.includes('/comments/')
+    ? (await app.db.selectFrom('post_tag').select('tag').where('post_id', '=', id).orderBy('tag').execute()).map(r => r.tag)
+    : []
+  return { status: res.statusCode, body: json(res), etag: res.headers.etag, tags }
+}
+
+async function refusedWritingNothing (
+  t: Test,
+  app: FastifyInstance,
+  url: string,
+  owner: TestUser,
+  request: InjectOptions,
+  expected: [number, string],
+  name: string
+) {
+  const before = await state(app, url, owner)
+  const res = await app.inject({ url, ...request })
+  t.same([res.statusCode, json(res).code], expected, `${name}: ${expected.join(' ')}`)
+  t.same(await state(app, url, owner), before, `${name}: nothing written`)
+}
+
+t.test('a post update refused for any reason writes nothing', async t => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createCreator(app)
+  const post = await createPost(app, owner, { tags: ['keep', 'these'] })
+  const draft = await createPost(app, owner, { published_at: null })
+  await createPost(app, owner, { slug: 'taken' })
+  const url = `/v1/posts/${post.id}`
+  const put = { type: 'ARTICLE', title: 'Changed', tags: ['new'] }
+  const stale = { ...owner.headers, 'if-match': '"stale"' }
+  const cases: Array<[string, InjectOptions, [number, string]]> = [
+    ['PUT by another creator', { method: 'PUT', headers: other.headers, payload: put }, [403, 'UserNotOwner']],
+    ['PATCH by another creator', { method: 'PATCH', headers: { ...other.headers, ...PATCH }, payload: { title: 'x' } }, [403, 'UserNotOwner']],
+    ['PUT with a stale If-Match', { method: 'PUT', headers: stale, payload: put }, [412, 'PreconditionFailed']],
+    ['PATCH with a stale If-Match', { method: 'PATCH', headers: { ...stale, ...PATCH }, payload: { title: 'x' } }, [412, 'PreconditionFailed']],
+    ['PUT of a taken slug', { method: 'PUT', headers: owner.headers, payload: { ...put, slug: 'taken' } }, [409, 'Conflict']],
+    ['PATCH of a taken slug', { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { slug: 'taken' } }, [409, 'Conflict']],
+    ['PATCH clearing the title', { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { title: null } }, [422, 'ValidationFailed']]
+  ]
+  for (const [name, request, expected] of cases) await refusedWritingNothing(t, app, url, owner, request, expected, name)
+
+  const draftUrl = `/v1/posts/${draft.id}`
+  await refusedWritingNothing(t, app, draftUrl, owner, { method: 'PUT', headers: other.headers, payload: put }, [404, 'PostNotFound'], "another's draft")
+  const missing = await app.inject({ method: 'PUT', url: `/v1/posts/${MISSING}`, headers: owner.headers, payload: put })
+  t.same([missing.statusCode, json(missing).code], [404, 'PostNotFound'], 'a missing post: 404')
+
+  // a stored value no rule allows any more: the merged post breaks the PUT rules (422) and nothing is written
+  await app.db.updateTable('post').set({ media_url: 'ftp://nowhere/x' }).where('id', '=', post.id).execute()
+  await refusedWritingNothing(t, app, url, owner, { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { title: 'x' } },
+    [422, 'ValidationFailed'], 'a merge that breaks a rule')
+  await app.db.updateTable('post').set({ media_url: null }).where('id', '=', post.id).execute()
+
+  await revokeCreator(app.db, owner.username)
+  await refusedWritingNothing(t, app, url, owner, { method: 'PUT', headers: owner.headers, payload: put }, [403, 'UserNotCreator'], 'a revoked creator')
+})
+
+t.test('a comment or profile update refused for any reason writes nothing', async t => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const other = await createUser(app)
+  const post = await createPost(app, owner)
+  const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
+  const url = `/v1/posts/${post.id}/comments/${comment.id}`
+  const stale = { ...owner.headers, 'if-match': '"stale"' }
+  const cases: Array<[string, InjectOptions, [number, string]]> = [
+    ['PUT by another user', { method: 'PUT', headers: other.headers, payload: { text: 'x' } }, [403, 'UserNotOwner']],
+    ['PATCH by another user', { method: 'PATCH', headers: { ...other.headers, ...PATCH }, payload: { text: 'x' } }, [403, 'UserNotOwner']],
+    ['PUT with a stale If-Match', { method: 'PUT', headers: stale, payload: { text: 'x' } }, [412, 'PreconditionFailed']],
+    ['PATCH with a stale If-Match', { method: 'PATCH', headers: { ...stale, ...PATCH }, payload: { text: 'x' } }, [412, 'PreconditionFailed']],
+    ['PATCH clearing the text', { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { text: null } }, [422, 'ValidationFailed']]
+  ]
+  for (const [name, request, expected] of cases) await refusedWritingNothing(t, app, url, owner, request, expected, `comment: ${name}`)
+  const elsewhere = await createPost(app, owner)
+  const movedUrl = `/v1/posts/${elsewhere.id}/comments/${comment.id}`
+  const moved = await app.inject({ method: 'PUT', url: movedUrl, headers: owner.headers, payload: { text: 'x' } })
+  t.same([moved.statusCode, json(moved).code], [404, 'ResourceNotFound'], 'the comment under another post: 404')
+  t.equal((await state(app, url, owner)).body.text, 'first', 'and it is unchanged')
+  const draft = await createPost(app, owner, { published_at: null })
+  const onDraft = json(await app.inject({ method: 'POST', url: `/v1/posts/${draft.id}/comments`, headers: owner.headers, payload: { text: 'mine' } }))
+  const draftUrl = `/v1/posts/${draft.id}/comments/${onDraft.id}`
+  await refusedWritingNothing(t, app, draftUrl, owner, { method: 'PUT', headers: other.headers, payload: { text: 'x' } },
+    [404, 'PostNotFound'], "comment: on another's draft")
+  const missing = await app.inject({ method: 'PUT', url: `/v1/posts/${draft.id}/comments/${MISSING}`, headers: other.headers, payload: { text: 'x' } })
+  t.same([missing.statusCode, json(missing).code], [404, 'PostNotFound'], "a missing comment on another's draft: the post's 404 first")
+
+  const me = '/v1/profiles/me'
+  await refusedWritingNothing(t, app, me, owner, { method: 'PUT', headers: stale, payload: { first_name: 'X' } },
+    [412, 'PreconditionFailed'], 'profile: stale PUT')
+  await refusedWritingNothing(t, app, me, owner, { method: 'PATCH', headers: { ...stale, ...PATCH }, payload: { first_name: 'X' } },
+    [412, 'PreconditionFailed'], 'profile: stale PATCH')
+  await refusedWritingNothing(t, app, me, owner, { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { first_name: null } },
+    [422, 'ValidationFailed'], 'profile: PATCH clearing first_name')
+})
+
+const targets = [
+  {
+    name: 'post',
+    create: async (app: FastifyInstance, owner: TestUser) => `/v1/posts/${(await createPost(app, owner)).id}`,
+    body: (n: number) => ({ type: 'ARTICLE', title: `Twin ${n}`, tags: [`t${n}`, 'shared'] })
+  },
+  {
+    name: 'comment',
+    create: async (app: FastifyInstance, owner: TestUser) => {
+      const post = await createPost(app, owner)
+      const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
+      return `/v1/posts/${post.id}/comments/${comment.id}`
+    },
+    body: (n: number) => ({ text: `twin ${n}` })
+  },
+  { name: 'profile', create: async () => '/v1/profiles/me', body: (n: number) => ({ first_name: `Twin ${n}` }) }
+]
+
+for (const target of targets) {
+  for (const method of ['PUT', 'PATCH'] as const) {
+    t.test(`${target.name}: ${TWINS} ${method} twins with one If-Match, one 200 and the rest 412, no 500`, async t => {
+      const app = await build(t)
+      const owner = await createCreator(app)
+      const url = await target.create(app, owner)
+      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
+      const headers = { ...owner.headers, 'if-match': String(read.headers.etag), ...(method === 'PATCH' ? PATCH : {}) }
+      const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) => app.inject({ method, url, headers, payload: target.body(n) })))
+      const statuses = answers.map(a => a.statusCode)
+      t.equal(statuses.filter(s => s === 200).length, 1, `one 200 (${statuses.join(' ')})`)
+      t.equal(statuses.filter(s => s === 412).length, TWINS - 1, 'the rest 412')
+      const winner = answers.find(a => a.statusCode === 200)!
+      const now = await state(app, url, owner)
+      t.same(now.body, json(winner), 'what is stored is the winner\'s write')
+      if (target.name === 'post') t.same(now.tags, [...json(winner).tags].sort(), 'with the winner\'s tag rows alone')
+    })
+  }
+}
+
+t.test('concurrent merge patches of different fields, without If-Match, all land', async t => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  for (let round = 1; round <= 4; round++) {
+    const post = await createPost(app, owner, { tags: ['old'] })
+    const url = `/v1/posts/${post.id}`
+    const patches = [{ title: `Title ${round}` }, { body: 'a body' }, { tags: ['a', 'b'] }, { slug: `slug-${round}` }, { media_url: null }]
+    const answers = await Promise.all(patches.map(payload => app.inject({ method: 'PATCH', url, headers: { ...owner.headers, ...PATCH }, payload })))
+    t.same(answers.map(a => a.statusCode), patches.map(() => 200), `round ${round}: every PATCH 200`)
+    const now = await state(app, url, owner)
+    t.match(now.body, { title: `Title ${round}`, body: 'a body', tags: ['a', 'b'], slug: `slug-${round}` }, `round ${round}: every field changed`)
+    t.same(now.tags, ['a', 'b'], `round ${round}: the tag rows follow`)
+
+    const fields = [{ first_name: `F${round}` }, { last_name: `L${round}` }, { age: 30 + round }, { favorite_band: null }, { website: null }]
+    const me = { method: 'PATCH', url: '/v1/profiles/me', headers: { ...owner.headers, ...PATCH } } as const
+    const profile = await Promise.all(fields.map(payload => app.inject({ ...me, payload })))
+    t.same(profile.map(a => a.statusCode), fields.map(() => 200), `round ${round}: every profile PATCH 200`)
+    t.match((await state(app, '/v1/profiles/me', owner)).body, { first_name: `F${round}`, last_name: `L${round}`, age: 30 + round })
+  }
+})
+
+t.test('an update is the account read, the read and one write; PostgreSQL opens no transaction for it', async t => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const post = await createPost(app, owner, { tags: ['a'] })
+  const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
+  const statements: string[] = []
+  const listener = (message: unknown) => {
+    const { db, event } = message as QueryMessage
+    if (db === app.db) statements.push(event.query.sql.split(' ')[0].toLowerCase())
+  }
+  subscribe(queryChannel.name, listener)
+  t.teardown(() => unsubscribe(queryChannel.name, listener))
+  const requests: Array<[string, InjectOptions, number]> = [
+    ['PUT post', { method: 'PUT', url: `/v1/posts/${post.id}`, headers: owner.headers, payload: { type: 'ARTICLE', title: 'New', tags: ['b'] } }, 3],
+    ['PATCH post', { method: 'PATCH', url: `/v1/posts/${post.id}`, headers: { ...owner.headers, ...PATCH }, payload: { title: 'Newer' } }, 3],
+    ['PUT comment', { method: 'PUT', url: `/v1/posts/${post.id}/comments/${comment.id}`, headers: owner.headers, payload: { text: 'x' } }, 3],
+    ['PATCH profile', { method: 'PATCH', url: '/v1/profiles/me', headers: { ...owner.headers, ...PATCH }, payload: { first_name: 'Z' } }, 3]
+  ]
+  for (const [name, request, count] of requests) {
+    statements.length = 0
+    t.equal((await app.inject(request)).statusCode, 200, name)
+    if (dialect === 'postgres') {
+      t.same(statements, [...Array(count - 1).fill('select'), 'with'], `${name}: ${count} statements, the last the write`)
+    } else {
+      t.same([statements[1], statements.at(-1)], ['begin', 'commit'], `${name}: SQLite reads and writes in one transaction`)
+    }
+  }
+})
