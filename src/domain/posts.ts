@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Insertable, type SelectQueryBuilder } from '../db/kysely.js'
+import { sql, type Insertable, type QueryCreator, type SelectQueryBuilder } from '../db/kysely.js'
 import { AppError } from '../../schemas/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { lockForUpdate } from '../db/row-lock.js'
@@ -92,8 +92,20 @@ export function isVisible (row: { published_at: Date | string | null; creator_id
 /** The post as the viewer may see it; missing and hidden alike are 404, so a draft's existence does not leak. */
 async function findVisible (db: Executor, postId: string, viewerId: string | undefined): Promise<PostRow> {
   const [row] = await postById(db, postId)
-  if (!row || !isVisible(row, viewerId)) throw new AppError('PostNotFound', `no post with id ${postId}`)
+  if (!row || !isVisible(row, viewerId)) throw postNotFound(postId)
   return row
+}
+
+/** isVisible in SQL: the post by id when the viewer may see it at `now`, for a write under it to select from. */
+export function selectVisiblePost (db: QueryCreator<Database>, postId: string, viewerId: string, now: string) {
+  return db.selectFrom('post')
+    .where('post.id', '=', postId)
+    .where(eb => eb.or([eb('post.creator_id', '=', viewerId), eb('post.published_at', '<=', now)]))
+}
+
+/** The answer to a post the viewer may not see, or that is not there. */
+export function postNotFound (postId: string): AppError {
+  return new AppError('PostNotFound', `no post with id ${postId}`)
 }
 
 /** For the routes nested under a post: 404 PostNotFound unless the viewer can see it. */
