@@ -85,7 +85,10 @@ export async function createReview (db: Executor, postId: string, authorId: stri
   try {
     const row = await writeTogether(
       db,
-      async db => (await insertReviewReturning(db, undefined, { ...alertingValues(postId, authorId, 'review', id), id, rating: input.rating, text, createdAt }))[0],
+      async db => {
+        const values = { ...alertingValues(postId, authorId, 'review', id), id, rating: input.rating, text, createdAt }
+        return (await insertReviewReturning(db, undefined, values))[0]
+      },
       async trx => {
         await assertPostVisible(trx, postId, authorId)
         await trx.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: input.rating, text, created_at: createdAt }).execute()
