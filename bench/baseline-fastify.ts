@@ -114,7 +114,8 @@ function openSqlite (): Db {
   return {
     all: async (text, params) => run(text, params),
     transaction: async list => transaction(list),
-    atomically: work => db.transaction(() => work(run))()
+    // IMMEDIATE: it reads before it writes, so it takes the write lock first rather than fail on a snapshot a writer moved
+    atomically: work => db.transaction(() => work(run)).immediate()
   }
 }
 
