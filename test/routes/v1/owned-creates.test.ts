@@ -105,3 +105,40 @@ t.test('a shop, product, class or student create costs its reads and, on Postgre
     else t.ok(statements.length >= expected, `${what}: SQLite, in process, may keep its transaction`)
   }
 })
+
+t.test('chapters and lessons: refusals write nothing; 50 concurrent creates take 50 distinct places', async t => {
+  const app = await build(t)
+  const creator = await createCreator(app)
+  const other = await createCreator(app)
+  const course = await createPost(app, creator, { type: 'COURSE' })
+  const otherCourse = await createPost(app, other, { type: 'COURSE' })
+  const chapter = json(await post(app, creator, `/v1/courses/${course.id}/chapters`, { title: 'One' }))
+  const otherChapter = json(await post(app, other, `/v1/courses/${otherCourse.id}/chapters`, { title: 'Theirs' }))
+  const count = async (table: 'chapter' | 'lesson') =>
+    Number((await app.db.selectFrom(table).select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+  const before = { chapter: await count('chapter'), lesson: await count('lesson') }
+  const refusals: Array<[string, TestUser, string, number, string]> = [
+    ["a chapter in another's course", other, `/v1/courses/${course.id}/chapters`, 403, 'UserNotOwner'],
+    ['a chapter in a missing course', creator, `/v1/courses/${MISSING}/chapters`, 404, 'CourseNotFound'],
+    ["a lesson in another's course", other, `/v1/courses/${course.id}/chapters/${chapter.id}/lessons`, 403, 'UserNotOwner'],
+    ['a lesson under a chapter of another course', creator, `/v1/courses/${course.id}/chapters/${otherChapter.id}/lessons`, 404, 'ChapterNotFound']
+  ]
+  for (const [what, user, url, status, code] of refusals) {
+    const res = await post(app, user, url, { title: 'Refused', position: 1 })
+    t.same([res.statusCode, json(res).code], [status, code], what)
+  }
+  t.same({ chapter: await count('chapter'), lesson: await count('lesson') }, before, 'no chapter or lesson of a refused create')
+
+  for (const [table, url] of [['chapter', `/v1/courses/${course.id}/chapters`], ['lesson', `/v1/courses/${course.id}/chapters/${chapter.id}/lessons`]] as const) {
+    // half at the front, half at the end: every insert shifts or appends under the parent's lock
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => post(app, creator, url, { title: `${table} ${i}`, ...(i % 2 ? { position: 1 } : {}) })))
+    t.same([...new Set(answers.map(a => a.statusCode))], [201], `${table}: 50 × 201`)
+    const parent = table === 'chapter' ? { column: 'course_id' as const, id: course.id } : { column: 'chapter_id' as const, id: chapter.id }
+    const positions = (await app.db.selectFrom(table as 'chapter').select('position').where(parent.column as 'course_id', '=', parent.id).execute())
+      .map(r => r.position).sort((a, b) => a - b)
+    const expected = table === 'chapter' ? 51 : 50
+    t.same(positions, Array.from({ length: expected }, (_, i) => i + 1), `${table}: ${expected} rows at places 1..${expected}`)
+    const read = await app.inject({ method: 'GET', url: answers[3].headers.location as string, headers: creator.headers })
+    t.same({ ...json(read), position: 0, updated_at: '' }, { ...json(answers[3]), position: 0, updated_at: '' }, `${table}: the created answer is the row as read`)
+  }
+})
