@@ -41,7 +41,8 @@ function alertSubject (kind: string): string {
 /**
  * A review or comment on someone's post alerts the post's creator and queues an e-mail,
  * in the caller's transaction; while the creator's address is unverified the alert is made
- * but no e-mail is queued. Acting on your own post alerts nobody.
+ * but no e-mail is queued. Acting on your own post alerts nobody. alertingWrite says the same in
+ * one statement's CTEs: a change here is a change there.
  */
 export async function alertPostCreator (db: Executor, input: { postId: string, actorId: string, kind: AlertKind }): Promise<string | undefined> {
   const post = await db.selectFrom('post')
@@ -77,10 +78,20 @@ export interface AlertingValues extends Values {
   reviewId?: string
 }
 
+/** The values of alertingWrite: ids and write times taken now, in the order alertPostCreator takes them. */
 export function alertingValues (postId: string, actorId: string, kind: AlertKind, reviewId?: string): AlertingValues {
   const alertAt = writeTimeIso()
   return {
-    postId, actorId, now: clockIso(), kind, alertId: randomUUID(), alertAt, subject: alertSubject(kind), mailId: randomUUID(), mailAt: writeTimeIso(), reviewId
+    postId,
+    actorId,
+    now: clockIso(),
+    kind,
+    alertId: randomUUID(),
+    alertAt,
+    subject: alertSubject(kind),
+    mailId: randomUUID(),
+    mailAt: writeTimeIso(),
+    reviewId
   }
 }
 
