@@ -12,7 +12,7 @@ import { writeTimeIso } from '../db/clock.js'
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
-import { getPost, isVisible } from './posts.js'
+import { getPost, isVisible, visibleTo } from './posts.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
 /**
@@ -74,7 +74,7 @@ export function courseVisibleTo<O> (
   posts: SelectQueryBuilder<Database, 'post', O>,
   v: { viewer_id: string; now: string }
 ): SelectQueryBuilder<Database, 'post', O> {
-  return posts.where(eb => eb.or([eb('post.creator_id', '=', v.viewer_id), eb('post.published_at', '<=', v.now)]))
+  return visibleTo(posts, v.viewer_id, v.now)
 }
 
 /**

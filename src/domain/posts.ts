@@ -96,11 +96,14 @@ async function findVisible (db: Executor, postId: string, viewerId: string | und
   return row
 }
 
-/** isVisible in SQL: the post by id when the viewer may see it at `now`, for a write under it to select from. */
+/** isVisible in SQL: the posts the viewer may see at `now` (ISO text). */
+export function visibleTo<O> (posts: SelectQueryBuilder<Database, 'post', O>, viewerId: string, now: string): SelectQueryBuilder<Database, 'post', O> {
+  return posts.where(eb => eb.or([eb('post.creator_id', '=', viewerId), eb('post.published_at', '<=', now)]))
+}
+
+/** The post by id when the viewer may see it at `now`, for a write under it to select from. */
 export function selectVisiblePost (db: QueryCreator<Database>, postId: string, viewerId: string, now: string) {
-  return db.selectFrom('post')
-    .where('post.id', '=', postId)
-    .where(eb => eb.or([eb('post.creator_id', '=', viewerId), eb('post.published_at', '<=', now)]))
+  return visibleTo(db.selectFrom('post').where('post.id', '=', postId), viewerId, now)
 }
 
 /** The answer to a post the viewer may not see, or that is not there. */
