@@ -12,7 +12,7 @@ import { alertPostCreator, alertingValues, alertingWrite, type AlertingValues } 
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible, postNotFound } from './posts.js'
+import { assertPostVisible, orPostGone, postNotFound } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -74,7 +74,7 @@ export async function getComment (db: Executor, postId: string, commentId: strin
 export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
   const id = randomUUID()
   const now = writeTimeIso()
-  const row = await writeTogether(
+  const row = await orPostGone(postId, writeTogether(
     db,
     async db => (await insertCommentReturning(db, undefined, { ...alertingValues(postId, authorId, 'comment'), id, text: input.text, createdAt: now }))[0],
     async trx => {
@@ -83,7 +83,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
       await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
       return commentOnPost(trx, postId, id)
     }
-  )
+  ))
   if (!row) throw postNotFound(postId)
   return toComment(row)
 }

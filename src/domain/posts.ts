@@ -5,7 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
-import { uniqueViolation } from '../db/unique-violation.js'
+import { foreignKeyViolation, uniqueViolation } from '../db/unique-violation.js'
 import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
@@ -109,6 +109,16 @@ export function selectVisiblePost (db: QueryCreator<Database>, postId: string, v
 /** The answer to a post the viewer may not see, or that is not there. */
 export function postNotFound (postId: string): AppError {
   return new AppError('PostNotFound', `no post with id ${postId}`)
+}
+
+/** A post deleted while a write under it was under way: its foreign key fails, answered as the missing post it now is. */
+export async function orPostGone<T> (postId: string, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (err) {
+    if (foreignKeyViolation(err) !== undefined) throw postNotFound(postId)
+    throw err
+  }
 }
 
 /** For the routes nested under a post: 404 PostNotFound unless the viewer can see it. */

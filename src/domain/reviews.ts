@@ -12,7 +12,7 @@ import { alertPostCreator, alertingValues, alertingWrite, type AlertingValues } 
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible, postNotFound } from './posts.js'
+import { assertPostVisible, orPostGone, postNotFound } from './posts.js'
 import { uniqueViolation } from '../db/unique-violation.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
@@ -83,7 +83,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
   const createdAt = writeTimeIso()
   const text = input.text ?? null
   try {
-    const row = await writeTogether(
+    const row = await orPostGone(postId, writeTogether(
       db,
       async db => {
         const values = { ...alertingValues(postId, authorId, 'review', id), id, rating: input.rating, text, createdAt }
@@ -97,7 +97,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
         if (alertId !== undefined) await trx.updateTable('alert').set({ review_id: id }).where('id', '=', alertId).execute()
         return reviewOfPost(trx, postId, id)
       }
-    )
+    ))
     if (!row) throw postNotFound(postId)
     return toReview(row)
   } catch (err) {

@@ -1,6 +1,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
+import { sql } from '../../../src/db/kysely.js'
 import { build, dialect, json } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
 import { MISSING, createPost } from '../../post-fixtures.js'
@@ -91,6 +92,32 @@ for (const kind of ['comments', 'reviews'] as const) {
     t.same((await app.db.selectFrom(table).select('id').where('post_id', '=', post.id).execute()).map(r => r.id).sort(), ids, 'the created rows only')
     t.same(await written(app), { ...before, [kind]: created, alerts: created, mails: before.mails + created },
       'one alert and one e-mail a created row, none of a refused one')
+  })
+
+  t.test(`POST ${kind}: a post deleted while the create is under way is 404 PostNotFound, never a 500`, async t => {
+    const app = await build(t)
+    const creator = await createCreator(app, { verified: true })
+    const reader = await createUser(app)
+    const post = await createPost(app, creator)
+    const before = await written(app)
+    // The delete holds the post's row until it commits: on PostgreSQL the create has read the post by
+    // then and waits on it in its foreign-key check; SQLite takes one writer at a time, so it waits first.
+    const answer = await app.db.transaction().execute(async trx => {
+      await trx.deleteFrom('post').where('id', '=', post.id).execute()
+      const pending = send(app, reader, post.id, kind)
+      while (dialect === 'postgres') {
+        await new Promise(resolve => setTimeout(resolve, 20))
+        // the create's one statement (its text as pg_stat_activity keeps it: the first kilobyte)
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where wait_event_type = 'Lock' and query like 'with "parent" as %'`.execute(app.db)
+        if (rows[0].n > 0) break
+      }
+      return { pending }
+    })
+    const res = await answer.pending
+    t.equal(res.statusCode, 404)
+    t.match(json(res), { status: 404, code: 'PostNotFound', detail: `no post with id ${post.id}` })
+    t.same(await written(app), before, 'nothing written')
   })
 
   t.test(`POST ${kind} costs the account read and, on PostgreSQL, one statement`, async t => {
