@@ -9,6 +9,9 @@
  *   GET  /v1/users/me/posts      bearer JWT (HS256, verified-token cache) + user row, the caller's posts
  *   POST /v1/posts               bearer JWT + user row, then insert post and tags and read it back: on PostgreSQL in one
  *                                statement (WITH … INSERT … RETURNING), on SQLite in one transaction
+ *   POST /v1/posts/:postId/comments  bearer JWT + user row, then the comment on a post the caller may see, the post's
+ *                                creator's alert and e-mail, and the read-back: on PostgreSQL in one statement, on SQLite
+ *                                Roja's reads and writes in one transaction
  *
  * BASELINE_FEATURES=1 makes it the like-for-like baseline: Roja's production features from the same
  * well-kept plugins, configured as Roja configures them and used the plain way (helmet run per
@@ -34,10 +37,13 @@ import pg from 'pg'
 
 type Row = Record<string, any>
 type Statement = [text: string, params: unknown[]]
+type Run = (text: string, params: unknown[]) => Row[]
 interface Db {
   all: (text: string, params: unknown[]) => Promise<Row[]>
   /** runs the statements in order in one transaction; the rows of the last */
   transaction: (statements: Statement[]) => Promise<Row[]>
+  /** SQLite: work that reads before it writes, in one transaction */
+  atomically?: <T>(work: (run: Run) => T) => T
 }
 
 const url = process.env.DATABASE_URL!
@@ -107,7 +113,9 @@ function openSqlite (): Db {
   const transaction = db.transaction((list: Statement[]) => list.reduce<Row[]>((_, [text, params]) => run(text, params), []))
   return {
     all: async (text, params) => run(text, params),
-    transaction: async list => transaction(list)
+    transaction: async list => transaction(list),
+    // IMMEDIATE: it reads before it writes, so it takes the write lock first rather than fail on a snapshot a writer moved
+    atomically: work => db.transaction(() => work(run)).immediate()
   }
 }
 
@@ -125,6 +133,25 @@ const INSERT_POST = `insert into "post" ("id", "creator_id", "type", "slug", "ti
 const CREATE_POST = `with "new_post" as (${INSERT_POST} returning *), "new_post_tag" as (insert into "post_tag" ("post_id", "tag")
   select "new_post"."id", json_array_elements_text(new_post.tags::json) as "tag" from "new_post") select ${COLUMNS}
   from "new_post" as "post" inner join "user" on "user"."id" = "post"."creator_id" inner join "profile" on "profile"."id" = "post"."creator_id"`
+
+const COMMENT_COLUMNS = `"comment"."id", "comment"."post_id", "comment"."author_id", "comment"."text", "comment"."created_at",
+  "comment"."updated_at", "user"."username", "profile"."first_name", "profile"."last_name"`
+const COMMENT_PEOPLE = 'inner join "user" on "user"."id" = "comment"."author_id" inner join "profile" on "profile"."id" = "comment"."author_id"'
+const INSERT_COMMENT = 'insert into "comment" ("id", "post_id", "author_id", "text", "created_at", "updated_at")'
+const ALERT_MESSAGE = [' left a ', 'comment', ' on your post "', '"']
+// PostgreSQL's comment create, as Roja's: the visible post, its creator's alert and e-mail, the comment and its read-back in one statement.
+const CREATE_COMMENT = `with "parent" as (select "post"."id", "post"."title", "post"."creator_id", "user"."email", "user"."email_verified_at"
+  from "post" inner join "user" on "user"."id" = "post"."creator_id" where "post"."id" = ? and ("post"."creator_id" = ? or "post"."published_at" <= ?)),
+  "new_alert" as (insert into "alert" ("id", "user_id", "kind", "message", "post_id", "created_at", "sent_at") select ? as "id",
+  "parent"."creator_id", ? as "kind", "actor"."username" || ? || ? || ? || "parent"."title" || ? as "message", "parent"."id" as "post_id",
+  ? as "created_at", null as "sent_at" from "parent" inner join "user" as "actor" on "actor"."id" = ? where "parent"."creator_id" <> ?
+  returning "alert"."id", "alert"."message"),
+  "new_mail" as (insert into "outbox_message" ("id", "to_address", "subject", "body", "alert_id", "next_attempt_at", "created_at")
+  select ? as "id", "parent"."email", ? as "subject", "new_alert"."message", "new_alert"."id", ? as "next_attempt_at", ? as "created_at"
+  from "new_alert" inner join "parent" on true where "parent"."email_verified_at" is not null),
+  "new_comment" as (${INSERT_COMMENT} select ? as "id", "parent"."id" as "post_id", ? as "author_id", ? as "text", ? as "created_at",
+  ? as "updated_at" from "parent" returning *)
+  select ${COMMENT_COLUMNS} from "new_comment" as "comment" ${COMMENT_PEOPLE}`
 
 // Timestamps arrive as toISOString's text on both databases: the output form is cut from it, as Roja does.
 const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) : new Date(v).toISOString().slice(0, 19)) + '+0000'
@@ -352,6 +379,52 @@ app.post('/v1/posts', async (request, reply) => {
     ;[row] = await db.transaction(statements)
   }
   return reply.code(201).header('location', `/v1/posts/${id}`).send(toPost(row))
+})
+
+app.post('/v1/posts/:postId/comments', async (request, reply) => {
+  const me = await user(request)
+  const { postId } = request.params as { postId: string }
+  const { text } = request.body as { text: string }
+  const id = randomUUID()
+  const now = new Date().toISOString()
+  let row: Row | undefined
+  if (postgres) {
+    const [alertId, mailId] = [randomUUID(), randomUUID()]
+    ;[row] = await db.all(CREATE_COMMENT, [
+      postId, me.id, now, alertId, 'comment', ...ALERT_MESSAGE, now, me.id, me.id, mailId, 'New comment on your post', now, now, id, me.id, text, now, now
+    ])
+  } else {
+    // Roja's steps: the post as the caller may see it, the comment, the creator's alert and e-mail, the read-back
+    row = db.atomically!(run => {
+      const [post] = run(BY_ID, [postId])
+      if (!post || (post.creator_id !== me.id && (post.published_at === null || Date.parse(post.published_at) > Date.now()))) return undefined
+      run(`${INSERT_COMMENT} values (?, ?, ?, ?, ?, ?)`, [id, postId, me.id, text, now, now])
+      const [parent] = run(`select "post"."id", "post"."title", "post"."creator_id", "user"."email", "user"."email_verified_at" from "post"
+        inner join "user" on "user"."id" = "post"."creator_id" where "post"."id" = ?`, [postId])
+      if (parent.creator_id !== me.id) {
+        const [actor] = run('select "username" from "user" where "id" = ?', [me.id])
+        const alertId = randomUUID()
+        const message = `${actor.username} left a comment on your post "${parent.title}"`
+        run('insert into "alert" ("id", "user_id", "kind", "message", "post_id", "created_at", "sent_at") values (?, ?, ?, ?, ?, ?, ?)',
+          [alertId, parent.creator_id, 'comment', message, parent.id, now, null])
+        if (parent.email_verified_at !== null) {
+          run(`insert into "outbox_message" ("id", "to_address", "subject", "body", "alert_id", "last_error", "next_attempt_at", "locked_until_at",
+            "sent_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [randomUUID(), parent.email, 'New comment on your post', message, alertId, null, now, null, null, now])
+        }
+      }
+      return run(`select ${COMMENT_COLUMNS} from "comment" ${COMMENT_PEOPLE} where "comment"."post_id" = ? and "comment"."id" = ?`, [postId, id])[0]
+    })
+  }
+  if (!row) throw new HttpError(404)
+  return reply.code(201).header('location', `/v1/posts/${postId}/comments/${id}`).send({
+    id: row.id,
+    post_id: row.post_id,
+    author: { id: row.author_id, username: row.username, first_name: row.first_name, last_name: row.last_name },
+    text: row.text,
+    created_at: time(row.created_at),
+    updated_at: time(row.updated_at)
+  })
 })
 
 app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {

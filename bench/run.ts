@@ -719,25 +719,34 @@ function postWriter (tokens: string[], label: string): (r: Random) => Req {
   }
 }
 
+/** POST /v1/posts/{postId}/comments: a published post drawn from the sample, one of the creators' tokens. */
+function commentWriter (tokens: string[], postIds: string[]): (r: Random) => Req {
+  let n = 0
+  return r => ({
+    path: `/v1/posts/${pick(r, postIds)}/comments`,
+    headers: { authorization: `Bearer ${pick(r, tokens)}` },
+    body: JSON.stringify({ text: `Written by the benchmark, ${n++}.` })
+  })
+}
+
 /**
- * Statements a POST /v1/posts costs, from the server's query metric (every statement, begin and
- * commit included): `n` creates in turn, less what the metric counted meanwhile without them.
+ * Statements a create costs, from the server's query metric (every statement, begin and commit
+ * included): `n` creates in turn, less what the metric counted meanwhile without them.
  */
-async function statementsPerCreate (server: Server, tokens: string[], n = 40): Promise<number> {
+async function statementsPerCreate (server: Server, write: (r: Random) => Req, n = 40): Promise<number> {
   const scrape = async () => {
     const { text } = await request(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
     const counts = [...text.matchAll(/^roja_db_query_duration_seconds_count\{[^}]*\} (\d+)$/gm)]
     if (counts.length === 0) throw new Error(`${server.name}: GET /metrics has no roja_db_query_duration_seconds_count`)
     return counts.reduce((sum, m) => sum + Number(m[1]), 0)
   }
-  const post = postWriter(tokens, 'Counted')
   const random = prng(1)
   // two scrapes apart: what a scrape itself (and the outbox's polling) adds
   const [s0, s1] = [await scrape(), await scrape()]
   for (let i = 0; i < n; i++) {
-    const req = post(random)
+    const req = write(random)
     const res = await request(server.url + req.path, { method: 'POST', headers: { ...req.headers, 'content-type': 'application/json' }, body: req.body })
-    if (res.status !== 201) throw new Error(`${server.name}: POST /v1/posts answered ${res.status}`)
+    if (res.status !== 201) throw new Error(`${server.name}: POST ${req.path} answered ${res.status}`)
   }
   return (await scrape() - s1 - (s1 - s0)) / n
 }
@@ -876,33 +885,47 @@ async function benchDialect (dialect: string, dbs: Databases) {
       ])
       try {
         const writers = await tokensFor(w, small!.creators)
+        const beforeWriters = before ? await tokensFor(before, small!.creators) : []
         const post = postWriter(writers, 'Bench')
-        const statements = {
-          roja: await statementsPerCreate(w, writers),
-          ...(before ? { before: await statementsPerCreate(before, await tokensFor(before, small!.creators)) } : {})
+        const comment = commentWriter(writers, data!.postIds)
+        // per kind of create: Roja's statements, and its BENCH_BEFORE build's
+        const statements: Record<string, { roja: number; before?: number }> = {}
+        for (const [kind, write, beforeWrite] of [
+          ['POST /v1/posts', postWriter(writers, 'Counted'), postWriter(beforeWriters, 'Counted')],
+          ['POST comments', commentWriter(writers, data!.postIds), commentWriter(beforeWriters, data!.postIds)]
+        ] as const) {
+          statements[kind] = {
+            roja: await statementsPerCreate(w, write),
+            ...(before ? { before: await statementsPerCreate(before, beforeWrite) } : {})
+          }
+          const { roja: now, before: then } = statements[kind]
+          console.error(`  statements per ${kind}: roja ${now.toFixed(1)}${then === undefined ? '' : `, roja before ${then.toFixed(1)}`}`)
         }
-        console.error(`  statements per POST /v1/posts: roja ${statements.roja.toFixed(1)}${before ? `, roja before ${statements.before!.toFixed(1)}` : ''}`)
-        const targets: Target[] = [
-          { name: `roja c${CONNECTIONS}`, urls: [w.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.roja) },
+        const kinds: Array<[string, (r: Random) => Req]> = [['', post], ['comments ', comment]]
+        const targets: Target[] = kinds.flatMap(([kind, request]): Target[] => [
+          { name: `roja ${kind}c${CONNECTIONS}`, urls: [w.url], method: 'POST', request, profiled: true, locksOf: locksOf(dbs.writes!.roja) },
           {
-            name: `like-for-like c${CONNECTIONS}`,
+            name: `like-for-like ${kind}c${CONNECTIONS}`,
             urls: [l.url],
             method: 'POST',
-            request: post,
+            request,
             profiled: true,
             locksOf: locksOf(dbs.writes!.baseline)
           },
-          ...(b ? [{ name: `baseline c${CONNECTIONS}`, urls: [b.url], method: 'POST', request: post, locksOf: locksOf(dbs.writes!.baseline) }] : []),
+          ...(b ? [{ name: `baseline ${kind}c${CONNECTIONS}`, urls: [b.url], method: 'POST', request, locksOf: locksOf(dbs.writes!.baseline) }] : []),
           ...(before
-            ? [{ name: `roja before c${CONNECTIONS}`, urls: [before.url], method: 'POST', request: post, profiled: true, locksOf: locksOf(dbs.writes!.before!) }]
+            ? [{ name: `roja before ${kind}c${CONNECTIONS}`, urls: [before.url], method: 'POST', request, profiled: true, locksOf: locksOf(dbs.writes!.before!) }]
             : [])
-        ]
-        for (const other of targets.slice(1)) await sameBytes('writes', targets[0], other, 2, written)
-        const result = await group('writes', targets, [
-          [`roja c${CONNECTIONS}`, `like-for-like c${CONNECTIONS}`],
-          ...(b ? [[`roja c${CONNECTIONS}`, `baseline c${CONNECTIONS}`] as [string, string]] : []),
-          ...(before ? [[`roja c${CONNECTIONS}`, `roja before c${CONNECTIONS}`] as [string, string]] : [])
         ])
+        const per = targets.length / kinds.length
+        for (let i = 0; i < targets.length; i += per) {
+          for (const other of targets.slice(i + 1, i + per)) await sameBytes('writes', targets[i], other, 2, written)
+        }
+        const result = await group('writes', targets, kinds.flatMap(([kind]) => [
+          [`roja ${kind}c${CONNECTIONS}`, `like-for-like ${kind}c${CONNECTIONS}`] as [string, string],
+          ...(b ? [[`roja ${kind}c${CONNECTIONS}`, `baseline ${kind}c${CONNECTIONS}`] as [string, string]] : []),
+          ...(before ? [[`roja ${kind}c${CONNECTIONS}`, `roja before ${kind}c${CONNECTIONS}`] as [string, string]] : [])
+        ]))
         return Object.assign(result, { statementsPerCreate: statements })
       } finally {
         await down(w, l, ...(b ? [b] : []), ...(before ? [before] : []))
@@ -1050,6 +1073,9 @@ function goals (dialect: string, r: any): Goal[] {
     v => v <= 1 / 0.85,
     'cpu'
   )
+  const comments = `roja comments c${CONNECTIONS} / like-for-like comments c${CONNECTIONS}`
+  addRatio(`writes: POST comments at ${CONNECTIONS} connections ≥ 0.85× like-for-like`, r.writes, comments, v => v >= 0.85)
+  addRatio(`writes: POST comments at ${CONNECTIONS} connections, CPU a request ≤ 1/0.85 of like-for-like`, r.writes, comments, v => v <= 1 / 0.85, 'cpu')
   addRatio("fleet: two instances' writes ≥ 1.0× one instance", r.fleet, 'two instances / one instance', v => v >= 1)
   addRatio(`size: first page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `first page at ${LARGE} / first page at ${SMALL}`, v => v <= 2, 'p50')
   addRatio(`size: random page p50 at ${LARGE} ≤ 2× at ${SMALL}`, r.size, `random page at ${LARGE} / random page at ${SMALL}`, v => v <= 2, 'p50')
@@ -1116,9 +1142,8 @@ function table (dialect: string, r: any): string {
       ])
     }
     for (const [target, s] of Object.entries(g.targets) as Array<[string, any]>) if (s.locks) lines.push(`   ${target}: ${lockText(s.locks)}`)
-    if (g.statementsPerCreate) {
-      const { roja, before } = g.statementsPerCreate
-      lines.push(`   statements per create: roja ${roja.toFixed(1)}${before === undefined ? '' : `, roja before ${before.toFixed(1)}`}`)
+    for (const [kind, { roja, before }] of Object.entries(g.statementsPerCreate ?? {}) as Array<[string, { roja: number; before?: number }]>) {
+      lines.push(`   statements per ${kind}: roja ${roja.toFixed(1)}${before === undefined ? '' : `, roja before ${before.toFixed(1)}`}`)
     }
     for (const [key, v] of Object.entries(g.ratios) as Array<[string, any]>) {
       lines.push(

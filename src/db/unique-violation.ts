@@ -9,3 +9,14 @@ export function uniqueViolation (err: unknown): string | undefined {
   if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return String(e.message)
   return undefined
 }
+
+/**
+ * A foreign-key failure, read the same on both databases: what PostgreSQL or SQLite names, or
+ * undefined when the error is something else. A row written under a parent that went meanwhile.
+ */
+export function foreignKeyViolation (err: unknown): string | undefined {
+  const e = err as { code?: string, constraint?: string, message?: string }
+  if (e.code === '23503') return String(e.constraint)
+  if (e.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return String(e.message)
+  return undefined
+}

@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto'
 import { cachedRowStatement } from '../db/statement-cache.js'
 import type { Selectable } from 'kysely'
+import { sql } from '../db/kysely.js'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
+import type { Values } from '../db/statement-cache.js'
 import type { AlertTable } from '../db/schema.js'
 import { formatDateTime, formatNullableDateTime } from '../db/date-time-format.js'
-import { writeTimeIso } from '../db/clock.js'
+import { clockIso, writeTimeIso } from '../db/clock.js'
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
 import { enqueueEmail } from './outbox.js'
 import { orNotFound } from './errors.js'
 import { requireVerifiedAddress } from './email-verification.js'
+import { selectVisiblePost } from './posts.js'
 
 export type { AlertKind }
 
@@ -38,7 +41,8 @@ function alertSubject (kind: string): string {
 /**
  * A review or comment on someone's post alerts the post's creator and queues an e-mail,
  * in the caller's transaction; while the creator's address is unverified the alert is made
- * but no e-mail is queued. Acting on your own post alerts nobody.
+ * but no e-mail is queued. Acting on your own post alerts nobody. alertingWrite says the same in
+ * one statement's CTEs: a change here is a change there.
  */
 export async function alertPostCreator (db: Executor, input: { postId: string, actorId: string, kind: AlertKind }): Promise<string | undefined> {
   const post = await db.selectFrom('post')
@@ -56,6 +60,83 @@ export async function alertPostCreator (db: Executor, input: { postId: string, a
   // The creator's row is already here: the verified check costs the review or comment no extra query.
   if (post.email_verified_at !== null) await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind), body: message, alertId: id })
   return id
+}
+
+/** What a write under a post needs to alert its creator in the same statement (alertingWrite). */
+export interface AlertingValues extends Values {
+  postId: string
+  actorId: string
+  /** the clock as the write reads it: the post must be visible then */
+  now: string
+  kind: AlertKind
+  alertId: string
+  alertAt: string
+  subject: string
+  mailId: string
+  mailAt: string
+  /** the review a review's alert tells of */
+  reviewId?: string
+}
+
+/** The values of alertingWrite: ids and write times taken now, in the order alertPostCreator takes them. */
+export function alertingValues (postId: string, actorId: string, kind: AlertKind, reviewId?: string): AlertingValues {
+  const alertAt = writeTimeIso()
+  return {
+    postId,
+    actorId,
+    now: clockIso(),
+    kind,
+    alertId: randomUUID(),
+    alertAt,
+    subject: alertSubject(kind),
+    mailId: randomUUID(),
+    mailAt: writeTimeIso(),
+    reviewId
+  }
+}
+
+/**
+ * alertPostCreator as CTEs of one statement, for a write under a post to add its own insert to:
+ * `parent` is the post when the actor may see it (empty otherwise: the write selects from it, so
+ * nothing is written), `new_alert` its creator's alert unless the actor is the creator, and
+ * `new_mail` the alert's e-mail while the creator's address is verified.
+ */
+export function alertingWrite (db: Db, v: AlertingValues) {
+  return db
+    .with('parent', q => selectVisiblePost(q, v.postId, v.actorId, v.now)
+      .innerJoin('user', 'user.id', 'post.creator_id')
+      .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at']))
+    .with('new_alert', q => q.insertInto('alert')
+      .columns(['id', 'user_id', 'kind', 'message', 'post_id', 'created_at', 'sent_at', ...(v.reviewId === undefined ? [] : ['review_id' as const])])
+      .expression(eb => eb.selectFrom('parent')
+        .innerJoin('user as actor', j => j.on('actor.id', '=', v.actorId))
+        .select(eb => [
+          eb.val(v.alertId).as('id'),
+          'parent.creator_id',
+          eb.val(v.kind).as('kind'),
+          // alertPostCreator's message: `<username> left a <kind> on your post "<title>"`
+          sql<string>`${eb.ref('actor.username')} || ${' left a '} || ${v.kind} || ${' on your post "'} || ${eb.ref('parent.title')} || ${'"'}`.as('message'),
+          'parent.id as post_id',
+          eb.val(v.alertAt).as('created_at'),
+          sql<null>`null`.as('sent_at'),
+          ...(v.reviewId === undefined ? [] : [eb.val(v.reviewId).as('review_id')])
+        ])
+        .where('parent.creator_id', '<>', v.actorId))
+      .returning(['alert.id', 'alert.message']))
+    .with('new_mail', q => q.insertInto('outbox_message')
+      .columns(['id', 'to_address', 'subject', 'body', 'alert_id', 'next_attempt_at', 'created_at'])
+      .expression(eb => eb.selectFrom('new_alert')
+        .innerJoin('parent', j => j.onTrue())
+        .select(eb => [
+          eb.val(v.mailId).as('id'),
+          'parent.email',
+          eb.val(v.subject).as('subject'),
+          'new_alert.message',
+          'new_alert.id',
+          eb.val(v.mailAt).as('next_attempt_at'),
+          eb.val(v.mailAt).as('created_at')
+        ])
+        .where('parent.email_verified_at', 'is not', null)))
 }
 
 const ALERT_SORT = { created_at: 'created_at' }

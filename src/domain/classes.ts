@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
-import type { Selectable } from 'kysely'
+import { cachedRowStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
+import type { Insertable, Selectable, SelectQueryBuilder } from 'kysely'
 import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, StudentListQuery } from '../../schemas/classes.js'
 import type { Db } from '../db/dialect.js'
-import type { ClassTable, StudentTable } from '../db/schema.js'
+import type { ClassTable, Database, StudentTable } from '../db/schema.js'
+import { writeTogether } from '../db/write-together.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { clockIso, writeTimeIso } from '../db/clock.js'
@@ -29,11 +30,16 @@ export type Guard<T> = (current: T) => void
 /** Who reads, and when: what decides which courses are out (a type alias: list values must fit Values). */
 type Viewer = { viewer_id: string, now: string }
 
-function selectClasses (db: Db, v: Viewer) {
-  return db.selectFrom('class')
+/** A class's columns and its owner's, from `class` (the table, or a CTE of its rows named so). */
+function withOwner<Q extends SelectQueryBuilder<Database & { class: ClassTable }, 'class', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'class', {}>)
     .innerJoin('user', 'user.id', 'class.owner_id')
     .innerJoin('profile', 'profile.id', 'class.owner_id')
     .selectAll('class').select([...PERSON_COLUMNS])
+}
+
+function selectClasses (db: Db, v: Viewer) {
+  return withOwner(db.selectFrom('class'))
     .where(eb => eb.or([
       eb('class.course_id', 'is', null),
       eb('class.owner_id', '=', v.viewer_id),
@@ -96,21 +102,31 @@ export async function getClass (db: Db, classId: string, viewerId: string): Prom
     'ClassNotFound', `no class with id ${classId}`))
 }
 
+/** The class and its read-back with its owner (who sees it whatever its course): one statement on PostgreSQL (writeTogether's). */
 export async function createClass (db: Db, ownerId: string, body: ClassCreate): Promise<Class> {
   if (body.course_id) await assertOwnCourse(db, body.course_id, ownerId)
-  const id = randomUUID()
   const now = writeTimeIso()
-  await db.insertInto('class').values({
-    id,
+  const row = {
+    id: randomUUID(),
     owner_id: ownerId,
     name: body.name,
     course_id: body.course_id ?? null,
     starts_date: body.starts_date ?? null,
     created_at: now,
     updated_at: now
-  }).execute()
-  return getClass(db, id, ownerId)
+  }
+  return toClass(await writeTogether(
+    db,
+    async db => (await insertClassReturning(db, undefined, row))[0],
+    async trx => {
+      await trx.insertInto('class').values(row).execute()
+      return (await classById(trx, row.id, ownerId, clockIso()))!
+    }
+  ))
 }
+
+const insertClassReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<ClassTable> & Values) =>
+  withOwner(db.with('new_class', q => q.insertInto('class').values(row).returningAll()).selectFrom('new_class as class')))
 
 /**
  * PUT and PATCH: replaces the name, course and start date (absent or null: none). A course must
@@ -168,11 +184,11 @@ export async function getStudent (db: Db, classId: string, studentId: string): P
     'StudentNotFound', `no student with id ${studentId} in class ${classId}`))
 }
 
+/** The student, read back by the insert itself (RETURNING, on both databases). */
 export async function createStudent (db: Db, classId: string, body: StudentCreate): Promise<Student> {
-  const id = randomUUID()
   const now = writeTimeIso()
-  await db.insertInto('student').values({
-    id,
+  return toStudent(await db.insertInto('student').values({
+    id: randomUUID(),
     class_id: classId,
     first_name: body.first_name,
     last_name: body.last_name ?? null,
@@ -180,8 +196,7 @@ export async function createStudent (db: Db, classId: string, body: StudentCreat
     email: body.email ?? null,
     created_at: now,
     updated_at: now
-  }).execute()
-  return getStudent(db, classId, id)
+  }).returningAll().executeTakeFirstOrThrow())
 }
 
 /**

@@ -3,16 +3,17 @@ import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cac
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import type { CommentTable, Database } from '../db/schema.js'
 import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
+import { writeTogether } from '../db/write-together.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Comment, CommentListQuery, CommentWrite } from '../../schemas/comments.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
-import { alertPostCreator } from './alerts.js'
+import { alertPostCreator, alertingValues, alertingWrite, type AlertingValues } from './alerts.js'
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible, isVisible } from './posts.js'
+import { assertPostVisible, isVisible, orPostGone, postNotFound } from './posts.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -67,17 +68,48 @@ export async function getComment (db: Executor, postId: string, commentId: strin
   return toComment(row)
 }
 
-/** A new comment; the post's creator is alerted in the same transaction. */
+/**
+ * A new comment on a post the author can see (404 PostNotFound otherwise, nothing written); the
+ * post's creator is alerted in the same write (writeTogether: one statement on PostgreSQL).
+ */
 export async function createComment (db: Executor, postId: string, authorId: string, input: CommentWrite): Promise<Comment> {
   const id = randomUUID()
   const now = writeTimeIso()
-  return db.transaction().execute(async trx => {
-    await assertPostVisible(trx, postId, authorId)
-    await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
-    await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
-    return getComment(trx, postId, id, authorId)
-  })
+  const row = await orPostGone(postId, writeTogether(
+    db,
+    async db => (await insertCommentReturning(db, undefined, { ...alertingValues(postId, authorId, 'comment'), id, text: input.text, createdAt: now }))[0],
+    async trx => {
+      await assertPostVisible(trx, postId, authorId)
+      await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
+      await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
+      return commentOnPost(trx, postId, id)
+    }
+  ))
+  if (!row) throw postNotFound(postId)
+  return toComment(row)
 }
+
+/**
+ * The create in one statement (writeTogether's): the comment inserted from the visible post
+ * (none: no row, so nothing is written), beside its creator's alert, read back with its author.
+ */
+const insertCommentReturning = cachedStatementPerShape((db, _: undefined, v: AlertingValues & { id: string, text: string, createdAt: string }) =>
+  withAuthor(
+    alertingWrite(db, v)
+      .with('new_comment', q => q.insertInto('comment')
+        .columns(['id', 'post_id', 'author_id', 'text', 'created_at', 'updated_at'])
+        .expression(eb => eb.selectFrom('parent').select(eb => [
+          eb.val(v.id).as('id'),
+          'parent.id as post_id',
+          eb.val(v.actorId).as('author_id'),
+          eb.val(v.text).as('text'),
+          eb.val(v.createdAt).as('created_at'),
+          eb.val(v.createdAt).as('updated_at')
+        ]))
+        .returningAll())
+      .selectFrom('new_comment as comment')
+  )
+)
 
 /** PUT and PATCH: replaces the text. The guard and the merge judge the comment as it is written (changeRow). */
 export async function updateComment (

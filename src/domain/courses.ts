@@ -12,7 +12,7 @@ import { writeTimeIso } from '../db/clock.js'
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
-import { getPost, isVisible } from './posts.js'
+import { getPost, isVisible, visibleTo } from './posts.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
 /**
@@ -74,7 +74,7 @@ export function courseVisibleTo<O> (
   posts: SelectQueryBuilder<Database, 'post', O>,
   v: { viewer_id: string; now: string }
 ): SelectQueryBuilder<Database, 'post', O> {
-  return posts.where(eb => eb.or([eb('post.creator_id', '=', v.viewer_id), eb('post.published_at', '<=', v.now)]))
+  return visibleTo(posts, v.viewer_id, v.now)
 }
 
 /**
@@ -126,14 +126,14 @@ async function chapterOf (db: Db, courseId: string, chapterId: string): Promise<
   return toChapter(row)
 }
 
+/** The chapter at its place, read back by its insert (RETURNING). */
 export async function createChapter (db: Db, courseId: string, body: ChapterCreate): Promise<Chapter> {
-  const id = randomUUID()
-  await db.transaction().execute(async trx => {
+  return toChapter(await db.transaction().execute(async trx => {
     const position = await makeRoom(trx, 'chapter', courseId, body.position)
     const now = writeTimeIso()
-    await trx.insertInto('chapter').values({ id, course_id: courseId, title: body.title, position, created_at: now, updated_at: now }).execute()
-  })
-  return chapterOf(db, courseId, id)
+    return trx.insertInto('chapter').values({ id: randomUUID(), course_id: courseId, title: body.title, position, created_at: now, updated_at: now })
+      .returningAll().executeTakeFirstOrThrow()
+  }))
 }
 
 export async function listLessons (db: Db, courseId: string, chapterId: string, viewerId: string | undefined, query: PositionedListQuery, page: Page) {
@@ -148,17 +148,17 @@ export async function assertChapterOf (db: Db, courseId: string, chapterId: stri
   await chapterOf(db, courseId, chapterId)
 }
 
+/** The lesson at its place, read back by its insert (RETURNING). */
 export async function createLesson (db: Db, chapterId: string, body: LessonCreate): Promise<Lesson> {
-  const id = randomUUID()
-  await db.transaction().execute(async trx => {
+  return toLesson(await db.transaction().execute(async trx => {
     const position = await makeRoom(trx, 'lesson', chapterId, body.position)
     const now = writeTimeIso()
-    await trx
+    return trx
       .insertInto('lesson')
-      .values({ id, chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now })
-      .execute()
-  })
-  return getLessonRow(db, id)
+      .values({ id: randomUUID(), chapter_id: chapterId, title: body.title, body: body.body ?? null, position, created_at: now, updated_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow()
+  }))
 }
 
 export async function getLesson (db: Db, lessonId: string, viewerId: string | undefined): Promise<Lesson> {

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Insertable, type SelectQueryBuilder, type Updateable } from '../db/kysely.js'
+import { sql, type Insertable, type QueryCreator, type SelectQueryBuilder, type Updateable } from '../db/kysely.js'
 import { AppError } from '../../schemas/problems.js'
 import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate } from '../../schemas/posts.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
-import { uniqueViolation } from '../db/unique-violation.js'
+import { foreignKeyViolation, uniqueViolation } from '../db/unique-violation.js'
 import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
@@ -97,8 +97,33 @@ async function findVisible (db: Executor, postId: string, viewerId: string | und
 }
 
 function visibleOr404<R extends PostRow> (row: R | undefined, postId: string, viewerId: string | undefined): R {
-  if (!row || !isVisible(row, viewerId)) throw new AppError('PostNotFound', `no post with id ${postId}`)
+  if (!row || !isVisible(row, viewerId)) throw postNotFound(postId)
   return row
+}
+
+/** isVisible in SQL: the posts the viewer may see at `now` (ISO text). */
+export function visibleTo<O> (posts: SelectQueryBuilder<Database, 'post', O>, viewerId: string, now: string): SelectQueryBuilder<Database, 'post', O> {
+  return posts.where(eb => eb.or([eb('post.creator_id', '=', viewerId), eb('post.published_at', '<=', now)]))
+}
+
+/** The post by id when the viewer may see it at `now`, for a write under it to select from. */
+export function selectVisiblePost (db: QueryCreator<Database>, postId: string, viewerId: string, now: string) {
+  return visibleTo(db.selectFrom('post').where('post.id', '=', postId), viewerId, now)
+}
+
+/** The answer to a post the viewer may not see, or that is not there. */
+export function postNotFound (postId: string): AppError {
+  return new AppError('PostNotFound', `no post with id ${postId}`)
+}
+
+/** A post deleted while a write under it was under way: its foreign key fails, answered as the missing post it now is. */
+export async function orPostGone<T> (postId: string, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (err) {
+    if (foreignKeyViolation(err) !== undefined) throw postNotFound(postId)
+    throw err
+  }
 }
 
 /** For the routes nested under a post: 404 PostNotFound unless the viewer can see it. */

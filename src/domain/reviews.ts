@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
+import type { SelectQueryBuilder } from '../db/kysely.js'
+import type { Database, ReviewTable } from '../db/schema.js'
+import { writeTogether } from '../db/write-together.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
-import { alertPostCreator } from './alerts.js'
+import { alertPostCreator, alertingValues, alertingWrite, type AlertingValues } from './alerts.js'
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible } from './posts.js'
+import { assertPostVisible, orPostGone, postNotFound } from './posts.js'
 import { uniqueViolation } from '../db/unique-violation.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
@@ -21,12 +24,16 @@ const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' 
 const DEFAULT_SORT = [{ column: 'review.created_at', direction: 'desc' as const }]
 
 function selectReviews (db: Executor, postId: string) {
-  return db.selectFrom('review')
+  return withAuthor(db.selectFrom('review')).where('review.post_id', '=', postId)
+}
+
+/** A review's columns and its author's, from `review` (the table, or a CTE of its rows named so). */
+function withAuthor<Q extends SelectQueryBuilder<Database & { review: ReviewTable }, 'review', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'review', {}>)
     .innerJoin('user', 'user.id', 'review.author_id')
     .innerJoin('profile', 'profile.id', 'review.author_id')
     .select(['review.id', 'review.post_id', 'review.author_id', 'review.rating', 'review.text', 'review.created_at',
       ...PERSON_COLUMNS])
-    .where('review.post_id', '=', postId)
 }
 
 type ReviewRow = Awaited<ReturnType<ReturnType<typeof selectReviews>['executeTakeFirstOrThrow']>>
@@ -65,26 +72,63 @@ export async function getReview (db: Executor, postId: string, reviewId: string,
   return toReview(row)
 }
 
-/** One review per user and post (409); the post's creator is alerted in the same transaction. */
+/**
+ * One review per user and post (409, from review_post_author_unique, so concurrent reviews by one
+ * user cannot both land), of a post the author can see (404 PostNotFound otherwise); nothing is
+ * written on either. The post's creator is alerted in the same write (writeTogether: one statement
+ * on PostgreSQL).
+ */
 export async function createReview (db: Executor, postId: string, authorId: string, input: ReviewCreate): Promise<Review> {
   const id = randomUUID()
+  const createdAt = writeTimeIso()
+  const text = input.text ?? null
   try {
-    return await db.transaction().execute(async (trx) => {
-      await assertPostVisible(trx, postId, authorId)
-      await trx.insertInto('review').values({
-        id, post_id: postId, author_id: authorId, rating: input.rating, text: input.text ?? null, created_at: writeTimeIso()
-      }).execute()
-      const alertId = await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
-      // the alert tells of this review, and goes when it goes (alert.review_id, ON DELETE CASCADE)
-      if (alertId !== undefined) await trx.updateTable('alert').set({ review_id: id }).where('id', '=', alertId).execute()
-      return toReview(await selectReviews(trx, postId).where('review.id', '=', id).executeTakeFirstOrThrow())
-    })
+    const row = await orPostGone(postId, writeTogether(
+      db,
+      async db => {
+        const values = { ...alertingValues(postId, authorId, 'review', id), id, rating: input.rating, text, createdAt }
+        return (await insertReviewReturning(db, undefined, values))[0]
+      },
+      async trx => {
+        await assertPostVisible(trx, postId, authorId)
+        await trx.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: input.rating, text, created_at: createdAt }).execute()
+        const alertId = await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
+        // the alert tells of this review, and goes when it goes (alert.review_id, ON DELETE CASCADE)
+        if (alertId !== undefined) await trx.updateTable('alert').set({ review_id: id }).where('id', '=', alertId).execute()
+        return reviewOfPost(trx, postId, id)
+      }
+    ))
+    if (!row) throw postNotFound(postId)
+    return toReview(row)
   } catch (err) {
-    // The unique constraint decides, so two concurrent reviews by one user cannot both land.
     if (uniqueViolation(err) !== undefined) throw new AppError('Conflict', 'you have already reviewed this post')
     throw err
   }
 }
+
+/**
+ * The create in one statement (writeTogether's): the review inserted from the visible post (none:
+ * no row, so nothing is written), beside its creator's alert naming it, read back with its author.
+ */
+const insertReviewReturning = cachedStatementPerShape((db, _: undefined, v: AlertingValues & {
+  id: string, rating: number, text: string | null, createdAt: string
+}) =>
+  withAuthor(
+    alertingWrite(db, v)
+      .with('new_review', q => q.insertInto('review')
+        .columns(['id', 'post_id', 'author_id', 'rating', 'text', 'created_at'])
+        .expression(eb => eb.selectFrom('parent').select(eb => [
+          eb.val(v.id).as('id'),
+          'parent.id as post_id',
+          eb.val(v.actorId).as('author_id'),
+          eb.val(v.rating).as('rating'),
+          eb.val(v.text).as('text'),
+          eb.val(v.createdAt).as('created_at')
+        ]))
+        .returningAll())
+      .selectFrom('new_review as review')
+  )
+)
 
 /**
  * PUT and PATCH: replaces the rating and text. The author and the post stay, so the rule of one

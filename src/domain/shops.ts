@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
-import type { Selectable } from 'kysely'
+import { cachedRowStatement, cachedStatementPerShape, type Values } from '../db/statement-cache.js'
+import type { Insertable, Selectable, SelectQueryBuilder } from 'kysely'
 import type { Db } from '../db/dialect.js'
-import type { ProductTable, ShopTable } from '../db/schema.js'
+import type { Database, ProductTable, ShopTable } from '../db/schema.js'
+import { writeTogether } from '../db/write-together.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
@@ -25,8 +26,12 @@ type ProductRow = Selectable<ProductTable>
 export type Guard<T> = (current: T) => void
 
 function selectShops (db: Db) {
-  return db
-    .selectFrom('shop')
+  return withOwner(db.selectFrom('shop'))
+}
+
+/** A shop's columns and its owner's, from `shop` (the table, or a CTE of its rows named so). */
+function withOwner<Q extends SelectQueryBuilder<Database & { shop: ShopTable }, 'shop', {}>> (from: Q) {
+  return (from as unknown as SelectQueryBuilder<Database, 'shop', {}>)
     .innerJoin('user', 'user.id', 'shop.owner_id')
     .innerJoin('profile', 'profile.id', 'shop.owner_id')
     .selectAll('shop')
@@ -79,22 +84,22 @@ export async function getShop (db: Db, shopId: string): Promise<Shop> {
   return toShop(await orNotFound(shopById(db, shopId), 'ShopNotFound', `no shop with id ${shopId}`))
 }
 
+/** The shop and its read-back with its owner: one statement on PostgreSQL (writeTogether's). */
 export async function createShop (db: Db, ownerId: string, body: ShopWrite): Promise<Shop> {
   const now = writeTimeIso()
-  const id = randomUUID()
-  await db
-    .insertInto('shop')
-    .values({
-      id,
-      owner_id: ownerId,
-      name: body.name,
-      description: body.description ?? null,
-      created_at: now,
-      updated_at: now
-    })
-    .execute()
-  return getShop(db, id)
+  const row = { id: randomUUID(), owner_id: ownerId, name: body.name, description: body.description ?? null, created_at: now, updated_at: now }
+  return toShop(await writeTogether(
+    db,
+    async db => (await insertShopReturning(db, undefined, row))[0],
+    async trx => {
+      await trx.insertInto('shop').values(row).execute()
+      return (await shopById(trx, row.id))!
+    }
+  ))
 }
+
+const insertShopReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<ShopTable> & Values) =>
+  withOwner(db.with('new_shop', q => q.insertInto('shop').values(row).returningAll()).selectFrom('new_shop as shop')))
 
 /** PUT and PATCH: replaces the name and description (absent or null: none). */
 export async function updateShop (db: Db, shopId: string, change: Change<Shop, ShopWrite>, guard: Guard<Shop>): Promise<Shop> {
@@ -153,13 +158,13 @@ export async function getProduct (db: Db, shopId: string, productId: string): Pr
   return toProduct(row)
 }
 
+/** The product, read back by the insert itself (RETURNING, on both databases). */
 export async function createProduct (db: Db, shopId: string, body: ProductWrite): Promise<Product> {
   const now = writeTimeIso()
-  const id = randomUUID()
-  await db
+  const row = await db
     .insertInto('product')
     .values({
-      id,
+      id: randomUUID(),
       shop_id: shopId,
       name: body.name,
       description: body.description ?? null,
@@ -168,8 +173,9 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
       created_at: now,
       updated_at: now
     })
-    .execute()
-  return getProduct(db, shopId, id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+  return toProduct(row)
 }
 
 /**
