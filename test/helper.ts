@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -85,9 +85,10 @@ const upToDate = new WeakSet<TestDatabase>()
 
 /**
  * A fresh database with every migration applied, for a test of anything but migrating. The app
- * built on it still checks at start that it is up to date. Each process migrates one for real and
- * the others copy it: SQLite its bytes, PostgreSQL its pg_dump replayed into a schema of their own. Migrating was about a third of a build's CPU, and on PostgreSQL most of the
- * server's; a copy runs no Migrator, which reads the catalogue of every schema (SCHEMA_LOCK).
+ * built on it still checks at start that it is up to date. Each process (or run: IMAGE_DIR)
+ * migrates one for real and the others copy it: SQLite its bytes, PostgreSQL its pg_dump replayed
+ * into a schema of their own. Migrating was about a third of a build's CPU, and on PostgreSQL most
+ * of the server's; a copy runs no Migrator, which reads the catalogue of every schema (SCHEMA_LOCK).
  * test/migrated-database.test.ts holds a copy to what migrating gives.
  */
 export async function migratedDatabase (t: Test, { persistent = false } = {}): Promise<TestDatabase> {
@@ -96,7 +97,8 @@ export async function migratedDatabase (t: Test, { persistent = false } = {}): P
     upToDate.add(database)
     return database
   }
-  sqliteImage ??= migratedSqlite()
+  const saved = sqliteImage === undefined ? savedImage('sqlite.image') : undefined
+  sqliteImage ??= saved ? Promise.resolve(saved) : migratedSqlite().then(image => { saveImage('sqlite.image', image); return image })
   const image = await sqliteImage
   const database = await freshDatabase(t, { persistent })
   if (persistent) {
@@ -126,18 +128,45 @@ async function migratedSqlite (): Promise<Buffer> {
   }
 }
 
-/** The first migrated schema of this process as pg_dump writes it, its name to be replaced; undefined without pg_dump. */
-let pgImage: Promise<{ schema: string, text: string } | undefined> | undefined
+/**
+ * ROJA_TEST_IMAGE_DIR (npm test sets it, a folder of its own for each run): the processes of a run
+ * share their migrated databases' images there, so most of them migrate nothing. Without it each
+ * process makes its own.
+ */
+const IMAGE_DIR = process.env.ROJA_TEST_IMAGE_DIR
+
+function savedImage (name: string): Buffer | undefined {
+  if (!IMAGE_DIR) return undefined
+  try {
+    return readFileSync(join(IMAGE_DIR, name))
+  } catch {
+    return undefined
+  }
+}
+
+/** Saves an image for the run's other processes, by rename: whole or not at all. */
+function saveImage (name: string, data: Buffer | string): void {
+  if (!IMAGE_DIR) return
+  const part = join(IMAGE_DIR, `${name}.${process.pid}`)
+  writeFileSync(part, data)
+  renameSync(part, join(IMAGE_DIR, name))
+}
+
+/** The first migrated schema of this process (or run) as pg_dump writes it, its name to be replaced; null without pg_dump. */
+let pgImage: Promise<PgImage> | undefined
+type PgImage = { schema: string, text: string } | null
 
 async function migratedSchema (t: Test): Promise<TestDatabase> {
+  const saved = pgImage === undefined ? savedImage('postgres.json') : undefined
+  if (saved) pgImage = Promise.resolve(JSON.parse(String(saved)) as PgImage)
   if (pgImage === undefined) {
     const database = await freshDatabase(t)
-    pgImage = migrateAndDump(database.schema!)
+    pgImage = migrateAndDump(database.schema!).then(image => { saveImage('postgres.json', JSON.stringify(image)); return image })
     await pgImage
     return database
   }
   const image = await pgImage
-  if (image === undefined) {
+  if (image === null) {
     const database = await freshDatabase(t)
     await migrate(database)
     return database
@@ -156,14 +185,14 @@ async function migrate (database: TestDatabase): Promise<void> {
   }
 }
 
-async function migrateAndDump (schema: string): Promise<{ schema: string, text: string } | undefined> {
+async function migrateAndDump (schema: string): Promise<PgImage> {
   await migrate({ url: PG_URL, schema })
   // --inserts: the rows the migrations wrote (their own records, counters) as INSERTs, not COPY
   const args = ['--no-owner', '--no-privileges', '--inserts', `--schema=${schema}`, PG_URL]
   const dump = await whileMigrating(() => new Promise<string | undefined>((resolve) => {
     execFile('pg_dump', args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => resolve(err ? undefined : stdout))
   }))
-  if (dump === undefined) return undefined // no pg_dump (or not one for this server): each schema migrates
+  if (dump === undefined) return null // no pg_dump (or not one for this server): each schema migrates
   // psql's own commands (\restrict in recent releases) are not SQL
   return { schema, text: dump.split('\n').filter(line => !line.startsWith('\\')).join('\n') }
 }
