@@ -62,6 +62,16 @@ tap_built () {
     process.exit((await TapConfig.load()).pluginSignature === signature ? 0 : 1)" 2>/dev/null || "$tap" build
 }
 
+# The test processes of a run share one migrated database of each dialect here, which the others
+# copy (test/helper.ts, migratedDatabase): most processes then migrate nothing.
+ROJA_TEST_IMAGE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/roja-test-images-XXXXXX"); export ROJA_TEST_IMAGE_DIR
+cleanup () {
+  rm -rf "$ROJA_TEST_IMAGE_DIR"
+  [ -z "$scratch" ] || pg_admin "$given" "drop database if exists $scratch with (force)" || echo "could not drop the database $scratch"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 # The PostgreSQL runs work in a database of their own, made here and dropped at the end: each test
 # makes and drops a schema, which leaves dead rows in the catalogs (pg_attribute, pg_depend,
 # pg_class) that only a vacuum reclaims. Where autovacuum is off, a shared database grew by hundreds
@@ -80,8 +90,6 @@ if [ -n "${TEST_DATABASE_URL:-}" ]; then
   if pg_admin "$TEST_DATABASE_URL" "create database $name" 2> /dev/null; then
     given=$TEST_DATABASE_URL scratch=$name
     TEST_DATABASE_URL=$(node -e "const u = new URL(process.argv[1]); u.pathname = '/' + process.argv[2]; console.log(u.href)" "$given" "$name")
-    trap 'pg_admin "$given" "drop database if exists $scratch with (force)" || echo "could not drop the database $scratch"' EXIT
-    trap 'exit 130' INT TERM
   else
     echo "(cannot create a database from $TEST_DATABASE_URL: the PostgreSQL run works in it)"
   fi

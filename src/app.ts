@@ -41,6 +41,8 @@ export interface AppOptions {
   config: Config
   /** PostgreSQL schema to use (tests give each file its own) */
   dbSchema?: string
+  /** in-memory SQLite: the bytes of the database to start from (tests start from one migrated copy) */
+  dbImage?: Buffer
   /** the e-mail outbox worker's settings (tests turn the loop off and call runOnce) */
   outbox?: OutboxSettings
   /** turns tracing on without an OTLP endpoint (tests give an in-memory exporter) */
@@ -62,7 +64,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, opts) => {
   await fastify.register(rateLimit)
   await fastify.register(metrics, { poolOf }) // after the rate limiter, so /metrics gets its own limit
   await fastify.register(db, {
-    connect: (log) => createDb(opts.config.databaseUrl, { schema: opts.dbSchema, poolSize: opts.config.DATABASE_POOL_SIZE, log }),
+    connect: (log) => createDb(opts.config.databaseUrl, { schema: opts.dbSchema, image: opts.dbImage, poolSize: opts.config.DATABASE_POOL_SIZE, log }),
     migrate: migrateToLatest
   })
   await fastify.register(outbox, {

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { banUser, revokeTokens, unbanUser } from '../src/domain/users.js'
-import { build, freshDatabase, json } from './helper.js'
+import { build, migratedDatabase, json } from './helper.js'
 import { createUser, PASSWORD } from './fixtures.js'
 
 /**
@@ -9,7 +9,7 @@ import { createUser, PASSWORD } from './fixtures.js'
  * authentication reads anyway.
  */
 t.test('revoking and banning end old tokens on every instance at once', async (t) => {
-  const database = await freshDatabase(t, { persistent: true })
+  const database = await migratedDatabase(t, { persistent: true })
   const a = await build(t, { database })
   const b = await build(t, { database })
   const user = await createUser(a, { username: 'ada' })

@@ -37,6 +37,8 @@ export interface DbOptions {
   poolSize?: number
   /** Kysely's query log: called after every query with its duration (metrics and tracing listen) */
   log?: LogConfig
+  /** SQLite in memory: start from a copy of this database file's bytes (tests copy one migrated database) */
+  image?: Buffer
 }
 
 const pools = new WeakMap<Db, pg.Pool>()
@@ -67,7 +69,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   const file = url.slice('sqlite:'.length)
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const Driver = require('better-sqlite3') as typeof SQLite
-  const database = new Driver(file)
+  const database = new Driver(file === ':memory:' && opts.image ? opts.image : file)
   database.pragma('journal_mode = WAL')
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')

@@ -9,7 +9,7 @@ import app from '../../src/app.js'
 import { ConfigError } from '../../plugins/config.js'
 import { enqueueEmail } from '../../src/domain/outbox.js'
 import { createUser } from '../fixtures.js'
-import { build, dialect, freshDatabase, json, testConfig, testFastify, whileMigrating } from '../helper.js'
+import { build, dialect, json, migratedDatabase, testConfig, testFastify } from '../helper.js'
 import { metricSamples as samples } from '../../scripts/proc.js'
 import { ROOT } from '../../src/package-info.js'
 
@@ -19,21 +19,18 @@ const KNOWN_FINDINGS = /^nodejs_active_(handles|requests|resources)_total non-co
 
 /** The real app plus one parametric route, registered before ready. */
 async function buildWithRoute (t: Test, env: Record<string, string> = {}): Promise<FastifyInstance> {
-  const database = await freshDatabase(t)
+  const database = await migratedDatabase(t) // up to date: the app runs no Migrator, and needs no migration lock
   const config = testConfig(env, database.url)
   const server = testFastify(config)
-  // Awaiting register runs the migrations, so it happens under the helper's migration lock too.
-  await whileMigrating(async () => {
-    await server.register(app, { config, dbSchema: database.schema })
-    server.get(
-      '/things/:thingId',
-      {
-        schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }
-      },
-      async request => request.params
-    )
-    await server.ready()
-  })
+  await server.register(app, { config, dbSchema: database.schema, dbImage: database.image })
+  server.get(
+    '/things/:thingId',
+    {
+      schema: { params: Type.Object({ thingId: Type.String({ format: 'uuid' }) }, { additionalProperties: false }) }
+    },
+    async request => request.params
+  )
+  await server.ready()
   t.teardown(() => server.close())
   return server
 }

@@ -6,7 +6,7 @@ import { alertPostCreator } from '../../src/domain/alerts.js'
 import { claimDue, enqueueEmail } from '../../src/domain/outbox.js'
 import { toDate } from '../../src/db/date-time-format.js'
 import { createCreator, createUser } from '../fixtures.js'
-import { build, dialect, freshDatabase } from '../helper.js'
+import { build, dialect, migratedDatabase } from '../helper.js'
 import { smtpServer } from '../mail.js'
 import { insertPost } from '../post-fixtures.js'
 
@@ -122,7 +122,7 @@ t.test('delivering an alert\'s e-mail sets the alert\'s sent_at', async (t) => {
 
 t.test('a restart loses nothing: queued and half-sent messages are delivered by the next process', async (t) => {
   const smtp = await smtpServer(t)
-  const database = await freshDatabase(t, { persistent: true })
+  const database = await migratedDatabase(t, { persistent: true })
   const leaseMs = 60_000
   const first = await build(t, { database, env: { SMTP_URL: smtp.url }, outbox: { loop: false, leaseMs } })
   // The first process claims a message and dies before sending it: its lease is left behind.
@@ -146,7 +146,7 @@ t.test('a restart loses nothing: queued and half-sent messages are delivered by 
 
 t.test(`concurrent workers (${dialect === 'postgres' ? 'two apps on one PostgreSQL schema' : 'one SQLite process'}) never send a message twice`, async (t) => {
   const smtp = await smtpServer(t)
-  const database = await freshDatabase(t, { persistent: true })
+  const database = await migratedDatabase(t, { persistent: true })
   const options = { database, env: { SMTP_URL: smtp.url }, outbox: { loop: false, batchSize: 3 } }
   const first = await build(t, options)
   // PostgreSQL: two instances race through SKIP LOCKED. SQLite is one process: two rounds race in it.

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { build, freshDatabase, json } from '../helper.js'
+import { build, migratedDatabase, json } from '../helper.js'
 import { createUser, PASSWORD } from '../fixtures.js'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
@@ -69,7 +69,7 @@ for (const store of ['memory', 'redis'] as const) {
 t.test('redis: two instances share one count', async t => {
   const ip = clientIp()
   await forgetKeys(t, ip)
-  const database = await freshDatabase(t)
+  const database = await migratedDatabase(t)
   const env = { REDIS_URL, RATE_LIMIT_MAX: '3' }
   const a = await build(t, { env, database })
   const b = await build(t, { env, database })
@@ -81,7 +81,7 @@ t.test('redis: two instances share one count', async t => {
 
 t.test('memory: two instances count apart (why REDIS_URL exists)', async t => {
   const ip = clientIp()
-  const database = await freshDatabase(t)
+  const database = await migratedDatabase(t)
   const a = await build(t, { env: { RATE_LIMIT_MAX: '1' }, database })
   const b = await build(t, { env: { RATE_LIMIT_MAX: '1' }, database })
   t.equal((await get(a, ip)).statusCode, 200)

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { createUser, PASSWORD } from '../../fixtures.js'
-import { build, freshDatabase, json } from '../../helper.js'
+import { build, migratedDatabase, json } from '../../helper.js'
 import { newMail, signIn, signUpVerified, tokenIn, tokenStatus } from '../../account-fixtures.js'
 import { RESET_SUBJECT, resetPassword, resetSettings } from '../../../src/domain/password-reset.js'
 
@@ -187,7 +187,7 @@ t.test('in a fleet the reset limits are shared through Redis: two instances, one
     await redis.quit()
   })
   const ip = ips[3]
-  const database = await freshDatabase(t)
+  const database = await migratedDatabase(t)
   const env = { REDIS_URL: 'redis://127.0.0.1:6379', MAIL_RATE_LIMIT_MAX: '2' }
   const a = await build(t, { env, database })
   const b = await build(t, { env, database })
