@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process'
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,6 +11,7 @@ import { pino } from 'pino'
 import type { Test } from 'tap'
 import app, { type AppOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../plugins/config.js'
+import { queryChannel, type QueryMessage } from '../plugins/db.js'
 import { createDb } from '../src/db/dialect.js'
 import { sql } from '../src/db/kysely.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -271,4 +273,16 @@ export function testFastify (config: Config, opts: Pick<BuildOptions, 'logs' | '
 
 export function json<T = any> (res: LightMyRequestResponse): T {
   return JSON.parse(res.body) as T
+}
+
+/** The SQL of every statement `app` runs from now until the test ends, in order (the query channel of plugins/db.ts). */
+export function recordStatements (t: Test, app: FastifyInstance): string[] {
+  const statements: string[] = []
+  const listener = (message: unknown) => {
+    const { db, event } = message as QueryMessage
+    if (db === app.db) statements.push(event.query.sql)
+  }
+  subscribe(queryChannel.name, listener)
+  t.teardown(() => unsubscribe(queryChannel.name, listener))
+  return statements
 }

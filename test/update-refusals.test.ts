@@ -1,11 +1,9 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, dialect, json } from './helper.js'
+import { build, dialect, json, recordStatements } from './helper.js'
 import { createCreator, createUser, type TestUser } from './fixtures.js'
 import { createPost, MISSING } from './post-fixtures.js'
 import { revokeCreator } from '../src/domain/users.js'
-import { queryChannel, type QueryMessage } from '../plugins/db.js'
 
 /**
  * Updates read the row, check it and write it only where the row is still as read: every refusal
@@ -179,13 +177,7 @@ t.test('an update is the account read, the read and one write; PostgreSQL opens 
   const owner = await createCreator(app)
   const post = await createPost(app, owner, { tags: ['a'] })
   const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
-  const statements: string[] = []
-  const listener = (message: unknown) => {
-    const { db, event } = message as QueryMessage
-    if (db === app.db) statements.push(event.query.sql.split(' ')[0].toLowerCase())
-  }
-  subscribe(queryChannel.name, listener)
-  t.teardown(() => unsubscribe(queryChannel.name, listener))
+  const statements = recordStatements(t, app)
   const requests: Array<[string, InjectOptions, number]> = [
     ['PUT post', { method: 'PUT', url: `/v1/posts/${post.id}`, headers: owner.headers, payload: { type: 'ARTICLE', title: 'New', tags: ['b'] } }, 3],
     ['PATCH post', { method: 'PATCH', url: `/v1/posts/${post.id}`, headers: { ...owner.headers, ...PATCH }, payload: { title: 'Newer' } }, 3],
@@ -195,10 +187,11 @@ t.test('an update is the account read, the read and one write; PostgreSQL opens 
   for (const [name, request, count] of requests) {
     statements.length = 0
     t.equal((await app.inject(request)).statusCode, 200, name)
+    const verbs = statements.map(sql => sql.split(' ')[0].toLowerCase())
     if (dialect === 'postgres') {
-      t.same(statements, [...Array(count - 1).fill('select'), 'with'], `${name}: ${count} statements, the last the write`)
+      t.same(verbs, [...Array(count - 1).fill('select'), 'with'], `${name}: ${count} statements, the last the write`)
     } else {
-      t.same([statements[1], statements.at(-1)], ['begin', 'commit'], `${name}: SQLite reads and writes in one transaction`)
+      t.same([verbs[1], verbs.at(-1)], ['begin', 'commit'], `${name}: SQLite reads and writes in one transaction`)
     }
   }
 })

@@ -1,10 +1,8 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, dialect, json } from '../../helper.js'
+import { build, dialect, json, recordStatements } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
 import { MISSING, createPost } from '../../post-fixtures.js'
-import { queryChannel, type QueryMessage } from '../../../plugins/db.js'
 
 /** The creates of shops, products, classes and students: refusals write nothing, racing writers all land. */
 
@@ -82,13 +80,7 @@ t.test('50 concurrent creates of each kind on one parent: every one lands, as it
 t.test('a shop, product, class or student create costs its reads and, on PostgreSQL, one write statement', async t => {
   const app = await build(t)
   const { creator, shop, cls } = await owner(app)
-  const statements: string[] = []
-  const onQuery = (message: unknown) => {
-    const { db, event } = message as QueryMessage
-    if (db === app.db) statements.push(event.query.sql)
-  }
-  subscribe(queryChannel.name, onQuery)
-  t.teardown(() => unsubscribe(queryChannel.name, onQuery))
+  const statements = recordStatements(t, app)
   // the account read, then: the shop and class reads of the owner checks, then the one write
   const cases: Array<[string, string, object, number]> = [
     ['shop', '/v1/shops', bodies.shop(1), 2],

@@ -1,11 +1,9 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { sql } from '../../../src/db/kysely.js'
-import { build, dialect, json } from '../../helper.js'
+import { build, dialect, json, recordStatements } from '../../helper.js'
 import { createCreator, createUser, type TestUser } from '../../fixtures.js'
 import { MISSING, createPost } from '../../post-fixtures.js'
-import { queryChannel, type QueryMessage } from '../../../plugins/db.js'
 
 /** Rows a comment or review create writes, counted: a refused create must leave them as they were. */
 async function written (app: FastifyInstance) {
@@ -125,15 +123,8 @@ for (const kind of ['comments', 'reviews'] as const) {
     const creator = await createCreator(app, { verified: true })
     const post = await createPost(app, creator)
     const reader = await createUser(app)
-    const statements: string[] = []
-    const onQuery = (message: unknown) => {
-      const { db, event } = message as QueryMessage
-      if (db === app.db) statements.push(event.query.sql)
-    }
-    subscribe(queryChannel.name, onQuery)
-    t.teardown(() => unsubscribe(queryChannel.name, onQuery))
+    const statements = recordStatements(t, app)
     const res = await send(app, reader, post.id, kind)
-    unsubscribe(queryChannel.name, onQuery)
     t.equal(res.statusCode, 201)
     t.comment(`statements per ${kind} create on ${dialect}: ${statements.length}`)
     t.match(statements[0], /from "user" where "id" = /, 'first the account, by primary key')

@@ -1,8 +1,6 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import t from 'tap'
-import { build, dialect, json } from '../../helper.js'
+import { build, dialect, json, recordStatements } from '../../helper.js'
 import { createCreator } from '../../fixtures.js'
-import { queryChannel, type QueryMessage } from '../../../plugins/db.js'
 
 t.test('50 concurrent creates of one slug by one creator: one 201, 49 Conflict problems, nothing half-written', async t => {
   const app = await build(t)
@@ -49,17 +47,10 @@ t.test('a create of a slug the creator has is 409 and writes nothing; another cr
 t.test('a post create costs the account read and, on PostgreSQL, one statement', async t => {
   const app = await build(t)
   const creator = await createCreator(app)
-  const statements: string[] = []
-  const onQuery = (message: unknown) => {
-    const { db, event } = message as QueryMessage
-    if (db === app.db) statements.push(event.query.sql)
-  }
-  subscribe(queryChannel.name, onQuery)
-  t.teardown(() => unsubscribe(queryChannel.name, onQuery))
+  const statements = recordStatements(t, app)
   const res = await app.inject({
     method: 'POST', url: '/v1/posts', headers: creator.headers, payload: { type: 'ARTICLE', title: 'Counted', tags: ['a', 'b'] }
   })
-  unsubscribe(queryChannel.name, onQuery)
   t.equal(res.statusCode, 201)
   t.comment(`statements per post create on ${dialect}: ${statements.length}`)
   for (const s of statements) t.comment(s.replace(/\s+/g, ' ').slice(0, 150))
