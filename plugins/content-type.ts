@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { MERGE_PATCH_TYPES } from '../schemas/merge-patch.js'
 import { AppError } from '../schemas/problems.js'
 import { hasBody } from './problems.js'
+import { addRouteHook } from './route-hooks.js'
 import { controlPointer, largestJson, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, MAX_JSON_VALUES, shapeFault, type ShapeFault } from './json-shape.js'
 
 declare module 'fastify' {
@@ -49,7 +50,7 @@ export default fp(async (fastify) => {
   const limit = fastify.config.BODY_LIMIT_BYTES
   fastify.addHook('onRoute', function (route) {
     const body = route.schema?.body
-    if (isContentKeyed(body)) route.preValidation = [...hooks(route.preValidation), bodilessAs(Object.keys(body.content)[0])]
+    if (isContentKeyed(body)) addRouteHook(route, 'preValidation', bodilessAs(Object.keys(body.content)[0]))
     if (body === undefined || route.config?.contentTypes?.some(t => !JSON_TYPES.includes(t))) return
     const largest = largestJson(body, (ref) => this.getSchema(ref.replace(/#$/, '')))
     route.bodyLimit = Math.min(route.bodyLimit ?? limit, limit, bodyLimitFor(largest))
@@ -74,10 +75,6 @@ const JSON_PATCH_TYPE = 'application/json-patch+json'
 
 function isContentKeyed (body: unknown): body is { content: Record<string, unknown> } {
   return typeof body === 'object' && body !== null && 'content' in body
-}
-
-function hooks<T> (hook: T | T[] | undefined): T[] {
-  return hook === undefined ? [] : Array.isArray(hook) ? hook : [hook]
 }
 
 /**

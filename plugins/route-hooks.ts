@@ -1,6 +1,6 @@
 import type { RouteOptions } from 'fastify'
 
-type RouteHookName = 'preHandler' | 'preSerialization' | 'onSend'
+type RouteHookName = 'preValidation' | 'preHandler' | 'preSerialization' | 'onSend'
 
 /**
  * Adds a hook to one route, after the route's own (call it from an onRoute hook): a plugin whose
