@@ -183,8 +183,9 @@ export async function updateMe (db: Db, id: string, change: Change<MyProfile, Pr
     read: async db => {
       const current = await myProfileToChange(db, id)
       if (!current) throw new AppError('ProfileNotFound', `no profile with id ${id}`)
-      guard(toMyProfile(current))
-      const input = bodyOf(change, toMyProfile(current))
+      const me = toMyProfile(current)
+      guard(me)
+      const input = bodyOf(change, me)
       const columns = {
         first_name: input.first_name,
         last_name: input.last_name ?? null,
