@@ -16,6 +16,7 @@ import { RESET_SUBJECT } from '../src/domain/password-reset.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const NEW_PASSWORD = 'a much longer new passphrase'
+const HANG = 120_000
 
 /** The little of playwright-core this file uses, so it type-checks whether or not the package is installed. */
 interface ConsoleMessage {
@@ -28,7 +29,7 @@ interface Page {
   fill: (selector: string, value: string) => Promise<void>
   click: (selector: string) => Promise<void>
   waitForURL: (url: string | RegExp) => Promise<void>
-  waitForSelector: (selector: string, opts?: { timeout?: number }) => Promise<unknown>
+  waitForSelector: (selector: string) => Promise<unknown>
   waitForLoadState: (state: 'load' | 'networkidle') => Promise<void>
   textContent: (selector: string) => Promise<string | null>
   url: () => string
@@ -36,6 +37,7 @@ interface Page {
 }
 interface Context {
   newPage: () => Promise<Page>
+  setDefaultTimeout: (ms: number) => void
   close: () => Promise<void>
 }
 interface Browser {
@@ -85,6 +87,9 @@ t.comment(`screenshots: ${shots}`)
 /** A page whose console is watched: CSP violations, errors and uncaught exceptions are collected. */
 async function watchedPage (t: Test, browser: Browser, javaScriptEnabled: boolean): Promise<{ page: Page; problems: string[] }> {
   const context = await browser.newContext({ javaScriptEnabled })
+  // A wait here detects a hang, it times nothing: with CI's other work beside it, Chromium has had
+  // more than Playwright's default 30 s to lay out /docs. tap's own per-file timeout stays the bound.
+  context.setDefaultTimeout(HANG)
   t.teardown(() => context.close())
   const page = await context.newPage()
   const problems: string[] = []
@@ -162,7 +167,7 @@ t.test('the interactive docs at /docs render their operations', async t => {
   const { page, problems } = await watchedPage(t, browser, true)
   const opened = await page.goto(`${origin}/docs`)
   t.equal(opened?.status(), 200)
-  await page.waitForSelector('.opblock', { timeout: 30_000 })
+  await page.waitForSelector('.opblock')
   await page.waitForLoadState('networkidle')
   t.match(await page.textContent('body'), /changeMyPassword|\/v1\/profiles\/me\/password/, 'the account routes are listed')
   await page.screenshot({ path: join(shots, 'docs.png'), fullPage: false })
