@@ -62,6 +62,8 @@ export const EnvSchema = Type.Object({
   PROBLEM_BASE_URI: Type.String({ format: 'uri', default: 'https://roja.dev/problems' }),
   GIT_COMMIT: Type.Optional(Type.String({ minLength: 1 })),
   SCHEMA_COMPILE: Type.Union([Type.Literal('lazy'), Type.Literal('eager')], { default: 'lazy' }),
+  // Start-up: each plugin's own, migrations included (src/options.ts, pluginTimeout).
+  STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 300000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 100, default: 10000 }),
   // Behind a balancer: on SIGTERM, /health fails this long, still serving, before the listener closes.
   SHUTDOWN_DRAIN_MS: Type.Integer({ minimum: 0, default: 0 }),

@@ -59,6 +59,9 @@ export function serverOptions (
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     connectionTimeout: config.IDLE_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    // Start-up migrates the database, and an instance waits for another's migration under the
+    // lock: how long that takes is the data's, not Fastify's default 10 s a plugin.
+    pluginTimeout: config.STARTUP_TIMEOUT_MS,
     genReqId: () => randomUUID(),
     // While draining, a request already on an open connection is served (with Connection: close)
     // rather than refused with Fastify's bare, non-problem 503; new connections are refused.

@@ -6,6 +6,7 @@ import configPlugin, { ConfigError, loadConfig } from '../../plugins/config.js'
 import { testConfig, whileMigrating } from '../helper.js'
 import { keepLog } from '../log-capture.js'
 import { ROOT } from '../../src/package-info.js'
+import { serverOptions } from '../../src/options.js'
 
 const SECRET = 'a-secret-that-is-at-least-32-bytes-long'
 
@@ -310,6 +311,13 @@ t.test('every problem is reported at once: schema and cross-variable rules toget
   const err = t.throws(() => loadConfig({ ENVIRONMENT: 'production', PORT: 'abc', ALLOWED_CORS_ORIGINS: 'not a url', TLS_CERT_FILE: '/c' })) as Error
   for (const name of [/PORT must be integer/, /ALLOWED_CORS_ORIGINS/, /JWT_SECRET is required/, /TLS_CERT_FILE and TLS_KEY_FILE go together/]) { t.match(err.message, name) }
   t.equal(err.message.split('; ').length, 4, 'four problems, each once')
+})
+
+t.test('STARTUP_TIMEOUT_MS: five minutes by default, at least a second, and the server\'s plugin timeout', async t => {
+  t.equal(loadConfig({}).STARTUP_TIMEOUT_MS, 300000)
+  t.equal(loadConfig({ STARTUP_TIMEOUT_MS: '1000' }).STARTUP_TIMEOUT_MS, 1000)
+  t.throws(() => loadConfig({ STARTUP_TIMEOUT_MS: '999' }), /STARTUP_TIMEOUT_MS/)
+  t.equal(serverOptions(loadConfig({ STARTUP_TIMEOUT_MS: '45000' })).pluginTimeout, 45000)
 })
 
 t.test('SHUTDOWN_DRAIN_MS defaults to 0 and must end inside SHUTDOWN_GRACE_MS', async t => {
