@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import type { Database, ReviewTable } from '../db/schema.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { writeTogether } from '../db/write-together.js'
 import { AppError } from '../../schemas/problems.js'
 import type { Review, ReviewCreate, ReviewListQuery } from '../../schemas/reviews.js'
@@ -12,12 +13,12 @@ import { alertPostCreator, alertingValues, alertingWrite, type AlertingValues } 
 import { compiledList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import type { Executor } from '../db/dialect.js'
-import { assertPostVisible, orPostGone, postNotFound } from './posts.js'
+import { assertPostVisible, isVisible, orPostGone, postNotFound } from './posts.js'
 import { uniqueViolation } from '../db/unique-violation.js'
 import { PERSON_COLUMNS, toPerson } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
-/** Runs inside the change's transaction against the review as it is: the route's owner and If-Match checks. */
+/** Runs against the review as it is, before anything changes: the route's owner and If-Match checks. */
 export type ReviewGuard = (current: Review) => void
 
 const SORT_COLUMNS = { created_at: 'review.created_at', rating: 'review.rating' }
@@ -132,18 +133,49 @@ const insertReviewReturning = cachedStatementPerShape((db, _: undefined, v: Aler
 
 /**
  * PUT and PATCH: replaces the rating and text. The author and the post stay, so the rule of one
- * review per user and post holds as it was.
+ * review per user and post holds as it was. The guard and the merge judge the review as it is
+ * written (changeRow).
  */
 export async function updateReview (db: Executor, postId: string, reviewId: string, viewerId: string, change: Change<Review, ReviewCreate>,
   guard: ReviewGuard): Promise<Review> {
-  return db.transaction().execute(async (trx) => {
-    const current = await lockReview(trx, postId, reviewId, viewerId)
-    guard(current)
-    const input = bodyOf(change, current)
-    await trx.updateTable('review').set({ rating: input.rating, text: input.text ?? null }).where('id', '=', reviewId).execute()
-    return getReview(trx, postId, reviewId, viewerId)
+  return changeRow(db, {
+    lock: db => db.selectFrom('review').select('id').where('id', '=', reviewId),
+    read: async db => {
+      const row = await reviewToChange(db, postId, reviewId)
+      if (!row || !isVisible(row, viewerId)) {
+        // the answer getReview gives: 404 PostNotFound for a post the viewer cannot see, before the review's own 404
+        await assertPostVisible(db, postId, viewerId)
+        throw new AppError('ResourceNotFound', `no review ${reviewId} on post ${postId}`)
+      }
+      const current = toReview(row)
+      guard(current)
+      const input = bodyOf(change, current)
+      return { version: row.version, rating: input.rating, text: input.text ?? null }
+    },
+    statement: async (db, { version, rating, text }) => {
+      const [row] = await updateReviewReturning(db, undefined, { id: reviewId, postId, version: version!, rating, text })
+      return row && toReview(row)
+    },
+    steps: async (trx, { rating, text }) => {
+      await trx.updateTable('review').set({ rating, text }).where('id', '=', reviewId).execute()
+      return toReview((await reviewOfPost(trx, postId, reviewId))!)
+    }
   })
 }
+
+/** The review a change reads, as getReview reads it, with its post's visibility and the row's version (changeRow), in one read. */
+const reviewToChange = cachedRowStatement((db, postId: string, reviewId: string) =>
+  selectReviews(db, postId).innerJoin('post', 'post.id', 'review.post_id')
+    .select(['post.published_at', 'post.creator_id', rowVersion(db, 'review').as('version')]).where('review.id', '=', reviewId))
+
+/** The update in one statement (changeRow's), where the review still has the version read, read back with its author. */
+type ReviewChange = { id: string, postId: string, version: string, rating: number, text: string | null }
+const updateReviewReturning = cachedStatementPerShape((db, _: undefined, v: ReviewChange) =>
+  withAuthor(
+    db.with('changed', q => q.updateTable('review').set({ rating: v.rating, text: v.text })
+      .where('review.id', '=', v.id).where('review.post_id', '=', v.postId).where(sameVersion('review', v.version)).returningAll())
+      .selectFrom('changed as review')
+  ))
 
 /** The PUT body that keeps a review as it is: what a PATCH merges into. */
 export function reviewFields (review: Review): ReviewCreate {

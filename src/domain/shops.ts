@@ -4,6 +4,7 @@ import type { Insertable, Selectable, SelectQueryBuilder } from 'kysely'
 import type { Db } from '../db/dialect.js'
 import type { Database, ProductTable, ShopTable } from '../db/schema.js'
 import { writeTogether } from '../db/write-together.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { writeTimeIso } from '../db/clock.js'
@@ -11,6 +12,7 @@ import type { Product, ProductListQuery, ProductWrite, Shop, ShopListQuery, Shop
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { orNotFound } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
@@ -20,8 +22,9 @@ type ShopRow = Selectable<ShopTable>
 type ProductRow = Selectable<ProductTable>
 
 /**
- * The route's owner and If-Match checks, run inside the change's transaction against the row
- * as it is, locked, so two writers holding the same ETag cannot both pass.
+ * The route's owner and If-Match checks, run against the row as it is before anything changes:
+ * an update's against the very row it writes (changeRow), a delete's under the row's lock, so
+ * two writers holding the same ETag cannot both pass.
  */
 export type Guard<T> = (current: T) => void
 
@@ -101,20 +104,44 @@ export async function createShop (db: Db, ownerId: string, body: ShopWrite): Pro
 const insertShopReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<ShopTable> & Values) =>
   withOwner(db.with('new_shop', q => q.insertInto('shop').values(row).returningAll()).selectFrom('new_shop as shop')))
 
-/** PUT and PATCH: replaces the name and description (absent or null: none). */
+/**
+ * PUT and PATCH: replaces the name and description (absent or null: none). The guard and the
+ * merge judge the shop as it is written (changeRow).
+ */
 export async function updateShop (db: Db, shopId: string, change: Change<Shop, ShopWrite>, guard: Guard<Shop>): Promise<Shop> {
-  return db.transaction().execute(async trx => {
-    const current = await lockShop(trx, shopId)
-    guard(current)
-    const body = bodyOf(change, current)
-    await trx
-      .updateTable('shop')
-      .set({ name: body.name, description: body.description ?? null, updated_at: writeTimeIso() })
-      .where('id', '=', shopId)
-      .execute()
-    return getShop(trx, shopId)
+  return changeRow(db, {
+    lock: db => db.selectFrom('shop').select('id').where('id', '=', shopId),
+    read: async db => {
+      const row = await orNotFound(shopToChange(db, shopId), 'ShopNotFound', `no shop with id ${shopId}`)
+      const current = toShop(row)
+      guard(current)
+      const body = bodyOf(change, current)
+      return { version: row.version, columns: { name: body.name, description: body.description ?? null, updated_at: writeTimeIso() } }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updateShopReturning(db, undefined, { ...columns, id: shopId, version: version! })
+      return row && toShop(row)
+    },
+    steps: async (trx, { columns }) => {
+      await trx.updateTable('shop').set(columns).where('id', '=', shopId).execute()
+      return toShop((await shopById(trx, shopId))!)
+    }
   })
 }
+
+/** The shop a change reads: as shopById reads it, with the row's version (changeRow). */
+const shopToChange = cachedRowStatement((db, shopId: string) =>
+  selectShops(db).select(rowVersion(db, 'shop').as('version')).where('shop.id', '=', shopId))
+
+/** The update in one statement (changeRow's), where the shop still has the version read, read back with its owner. */
+type ShopChange = { id: string, version: string, name: string, description: string | null, updated_at: string }
+const updateShopReturning = cachedStatementPerShape((db, _: undefined, v: ShopChange) => {
+  const { id, version, ...columns } = v
+  return withOwner(
+    db.with('changed', q => q.updateTable('shop').set(columns).where('shop.id', '=', id).where(sameVersion('shop', version)).returningAll())
+      .selectFrom('changed as shop')
+  )
+})
 
 /** The PUT body that keeps a shop as it is: what a PATCH merges into. */
 export function shopFields (shop: Shop): ShopWrite {
@@ -180,7 +207,7 @@ export async function createProduct (db: Db, shopId: string, body: ProductWrite)
 
 /**
  * PUT and PATCH: replaces the product's writable fields. The guard sees the shop (its owner) and
- * the product as they are, the product locked.
+ * the product as they are; it and the merge judge the product as it is written (changeRow).
  */
 export async function updateProduct (
   db: Db,
@@ -189,25 +216,84 @@ export async function updateProduct (
   change: Change<Product, ProductWrite>,
   guard: Guard<{ shop: Shop; product: Product }>
 ): Promise<Product> {
-  return db.transaction().execute(async trx => {
-    const current = await lockProduct(trx, shopId, productId)
-    guard(current)
-    const body = bodyOf(change, current.product)
-    await trx
-      .updateTable('product')
-      .set({
+  return changeRow(db, {
+    lock: db => db.selectFrom('product').select('id').where('id', '=', productId).where('shop_id', '=', shopId),
+    read: async db => {
+      const row = await productToChange(db, shopId, productId)
+      if (!row) {
+        // the answers a change has always given: the shop's 404 first, then the product's
+        await getShop(db, shopId)
+        throw new AppError('ProductNotFound', `no product with id ${productId} in shop ${shopId}`)
+      }
+      const product = toProduct(row)
+      guard({ shop: shopOfProduct(row), product })
+      const body = bodyOf(change, product)
+      const columns = {
         name: body.name,
         description: body.description ?? null,
         price_cents: body.price_cents,
         currency: body.currency,
         updated_at: writeTimeIso()
-      })
-      .where('id', '=', productId)
-      .where('shop_id', '=', shopId)
-      .execute()
-    return getProduct(trx, shopId, productId)
+      }
+      return { version: row.version, columns }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updateProductReturning(db, undefined, { ...columns, id: productId, shopId, version: version! })
+      return row && toProduct(row)
+    },
+    steps: async (trx, { columns }) => {
+      await trx.updateTable('product').set(columns).where('id', '=', productId).where('shop_id', '=', shopId).execute()
+      return toProduct((await productInShop(trx, productId, shopId))!)
+    }
   })
 }
+
+/**
+ * The product a change reads, as productInShop reads it, with its shop and the shop's owner as
+ * shopById reads them (shop columns prefixed `shop_`) and the product row's version (changeRow).
+ */
+const productToChange = cachedRowStatement((db, shopId: string, productId: string) =>
+  db.selectFrom('product')
+    .innerJoin('shop', 'shop.id', 'product.shop_id')
+    .innerJoin('user', 'user.id', 'shop.owner_id')
+    .innerJoin('profile', 'profile.id', 'shop.owner_id')
+    .selectAll('product')
+    .select([
+      'shop.owner_id',
+      'shop.name as shop_name',
+      'shop.description as shop_description',
+      'shop.created_at as shop_created_at',
+      'shop.updated_at as shop_updated_at',
+      ...PERSON_COLUMNS,
+      rowVersion(db, 'product').as('version')
+    ])
+    .where('product.id', '=', productId)
+    .where('product.shop_id', '=', shopId))
+
+type ProductToChangeRow = NonNullable<Awaited<ReturnType<typeof productToChange>>>
+
+function shopOfProduct (row: ProductToChangeRow): Shop {
+  return toShop({
+    ...row,
+    id: row.shop_id,
+    name: row.shop_name,
+    description: row.shop_description,
+    created_at: row.shop_created_at,
+    updated_at: row.shop_updated_at
+  })
+}
+
+/** The update in one statement (changeRow's), where the product still has the version read, read back. */
+type ProductChange = {
+  id: string, shopId: string, version: string, name: string, description: string | null, price_cents: number, currency: string, updated_at: string
+}
+const updateProductReturning = cachedStatementPerShape((db, _: undefined, v: ProductChange) => {
+  const { id, shopId, version, ...columns } = v
+  return db
+    .with('changed', q => q.updateTable('product').set(columns)
+      .where('product.id', '=', id).where('product.shop_id', '=', shopId).where(sameVersion('product', version)).returningAll())
+    .selectFrom('changed').selectAll()
+})
 
 /** The PUT body that keeps a product as it is: what a PATCH merges into. */
 export function productFields (product: Product): ProductWrite {
