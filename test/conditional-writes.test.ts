@@ -41,7 +41,7 @@ const targets: Target[] = [
   {
     name: 'post',
     create: async (app, owner) => `/v1/posts/${(await createPost(app, owner)).id}`,
-    body: n => ({ title: `Post twin ${n}`, type: 'ARTICLE' })
+    body: n => ({ title: `Post twin ${n}`, type: 'ARTICLE', tags: [`t${n}`, 'shared'] })
   },
   {
     name: 'comment',

@@ -1,40 +1,17 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { build, dialect, json, recordStatements } from './helper.js'
 import { createCreator, createUser, type TestUser } from './fixtures.js'
 import { createPost, MISSING } from './post-fixtures.js'
+import { PATCH, refusedWritingNothing, state } from './update-checks.js'
 import { revokeCreator } from '../src/domain/users.js'
 
 /**
  * Reviews, shops and products are updated as posts and comments are (test/update-refusals.test.ts):
  * read, checked, written only where the row is still as read. Every refusal answers its problem
- * and writes nothing, twins with one If-Match get one 200 and the rest 412, and concurrent merge
- * patches of different fields each land on the row the others left.
+ * and writes nothing, and concurrent merge patches of different fields each land on the row the
+ * others left. Twins with one If-Match: test/conditional-writes.test.ts.
  */
-
-const PATCH = { 'content-type': 'application/merge-patch+json' }
-const TWINS = 50
-
-/** What a resource is, as its owner reads it: the answer and its ETag. */
-async function state (app: FastifyInstance, url: string, owner: TestUser) {
-  const res = await app.inject({ method: 'GET', url, headers: owner.headers })
-  return { status: res.statusCode, body: json(res), etag: res.headers.etag }
-}
-
-async function refusedWritingNothing (
-  t: Test,
-  app: FastifyInstance,
-  url: string,
-  owner: TestUser,
-  request: InjectOptions,
-  expected: [number, string],
-  name: string
-) {
-  const before = await state(app, url, owner)
-  const res = await app.inject({ url, ...request })
-  t.same([res.statusCode, json(res).code], expected, `${name}: ${expected.join(' ')}`)
-  t.same(await state(app, url, owner), before, `${name}: nothing written`)
-}
 
 async function created (app: FastifyInstance, owner: TestUser, url: string, payload: object) {
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload })
@@ -203,22 +180,6 @@ const targets: Target[] = [
 ]
 
 for (const target of targets) {
-  for (const method of ['PUT', 'PATCH'] as const) {
-    t.test(`${target.name}: ${TWINS} ${method} twins with one If-Match, one 200 and the rest 412, no 500`, async t => {
-      const app = await build(t)
-      const owner = await createCreator(app)
-      const url = await target.create(app, owner)
-      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
-      const headers = { ...owner.headers, 'if-match': String(read.headers.etag), ...(method === 'PATCH' ? PATCH : {}) }
-      const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) => app.inject({ method, url, headers, payload: target.body(n) })))
-      const statuses = answers.map(a => a.statusCode)
-      t.equal(statuses.filter(s => s === 200).length, 1, `one 200 (${statuses.join(' ')})`)
-      t.equal(statuses.filter(s => s === 412).length, TWINS - 1, 'the rest 412')
-      const winner = answers.find(a => a.statusCode === 200)!
-      t.same((await state(app, url, owner)).body, json(winner), 'what is stored is the winner\'s write')
-    })
-  }
-
   t.test(`${target.name}: concurrent merge patches of different fields, without If-Match, all land`, async t => {
     const app = await build(t)
     const owner = await createCreator(app)

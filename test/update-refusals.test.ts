@@ -1,43 +1,16 @@
-import type { FastifyInstance, InjectOptions } from 'fastify'
-import t, { type Test } from 'tap'
+import type { InjectOptions } from 'fastify'
+import t from 'tap'
 import { build, dialect, json, recordStatements } from './helper.js'
-import { createCreator, createUser, type TestUser } from './fixtures.js'
+import { createCreator, createUser } from './fixtures.js'
 import { createPost, MISSING } from './post-fixtures.js'
+import { PATCH, refusedWritingNothing, state } from './update-checks.js'
 import { revokeCreator } from '../src/domain/users.js'
 
 /**
  * Updates read the row, check it and write it only where the row is still as read: every refusal
- * answers its problem and writes nothing, twins with one If-Match get one 200 and the rest 412,
- * and concurrent merge patches of different fields each land on the row the others left.
+ * answers its problem and writes nothing, and concurrent merge patches of different fields each
+ * land on the row the others left. Twins with one If-Match: test/conditional-writes.test.ts.
  */
-
-const PATCH = { 'content-type': 'application/merge-patch+json' }
-const TWINS = 50
-
-/** What a resource is, as its owner reads it: the answer, its ETag, and for a post its tag rows. */
-async function state (app: FastifyInstance, url: string, owner: TestUser) {
-  const res = await app.inject({ method: 'GET', url, headers: owner.headers })
-  const id = url.split('/').pop()!
-  const tags = url.startsWith('/v1/posts/') && !url.includes('/comments/')
-    ? (await app.db.selectFrom('post_tag').select('tag').where('post_id', '=', id).orderBy('tag').execute()).map(r => r.tag)
-    : []
-  return { status: res.statusCode, body: json(res), etag: res.headers.etag, tags }
-}
-
-async function refusedWritingNothing (
-  t: Test,
-  app: FastifyInstance,
-  url: string,
-  owner: TestUser,
-  request: InjectOptions,
-  expected: [number, string],
-  name: string
-) {
-  const before = await state(app, url, owner)
-  const res = await app.inject({ url, ...request })
-  t.same([res.statusCode, json(res).code], expected, `${name}: ${expected.join(' ')}`)
-  t.same(await state(app, url, owner), before, `${name}: nothing written`)
-}
 
 t.test('a post update refused for any reason writes nothing', async t => {
   const app = await build(t)
@@ -112,44 +85,6 @@ t.test('a comment or profile update refused for any reason writes nothing', asyn
   await refusedWritingNothing(t, app, me, owner, { method: 'PATCH', headers: { ...owner.headers, ...PATCH }, payload: { first_name: null } },
     [422, 'ValidationFailed'], 'profile: PATCH clearing first_name')
 })
-
-const targets = [
-  {
-    name: 'post',
-    create: async (app: FastifyInstance, owner: TestUser) => `/v1/posts/${(await createPost(app, owner)).id}`,
-    body: (n: number) => ({ type: 'ARTICLE', title: `Twin ${n}`, tags: [`t${n}`, 'shared'] })
-  },
-  {
-    name: 'comment',
-    create: async (app: FastifyInstance, owner: TestUser) => {
-      const post = await createPost(app, owner)
-      const comment = json(await app.inject({ method: 'POST', url: `/v1/posts/${post.id}/comments`, headers: owner.headers, payload: { text: 'first' } }))
-      return `/v1/posts/${post.id}/comments/${comment.id}`
-    },
-    body: (n: number) => ({ text: `twin ${n}` })
-  },
-  { name: 'profile', create: async () => '/v1/profiles/me', body: (n: number) => ({ first_name: `Twin ${n}` }) }
-]
-
-for (const target of targets) {
-  for (const method of ['PUT', 'PATCH'] as const) {
-    t.test(`${target.name}: ${TWINS} ${method} twins with one If-Match, one 200 and the rest 412, no 500`, async t => {
-      const app = await build(t)
-      const owner = await createCreator(app)
-      const url = await target.create(app, owner)
-      const read = await app.inject({ method: 'GET', url, headers: owner.headers })
-      const headers = { ...owner.headers, 'if-match': String(read.headers.etag), ...(method === 'PATCH' ? PATCH : {}) }
-      const answers = await Promise.all(Array.from({ length: TWINS }, (_, n) => app.inject({ method, url, headers, payload: target.body(n) })))
-      const statuses = answers.map(a => a.statusCode)
-      t.equal(statuses.filter(s => s === 200).length, 1, `one 200 (${statuses.join(' ')})`)
-      t.equal(statuses.filter(s => s === 412).length, TWINS - 1, 'the rest 412')
-      const winner = answers.find(a => a.statusCode === 200)!
-      const now = await state(app, url, owner)
-      t.same(now.body, json(winner), 'what is stored is the winner\'s write')
-      if (target.name === 'post') t.same(now.tags, [...json(winner).tags].sort(), 'with the winner\'s tag rows alone')
-    })
-  }
-}
 
 t.test('concurrent merge patches of different fields, without If-Match, all land', async t => {
   const app = await build(t)
