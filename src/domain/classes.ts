@@ -5,19 +5,21 @@ import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, Studen
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, Database, StudentTable } from '../db/schema.js'
 import { writeTogether } from '../db/write-together.js'
+import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
 import { clockIso, writeTimeIso } from '../db/clock.js'
-import { assertOwnCourse, courseVisibleTo } from './courses.js'
+import { assertOwnCourse, checkOwnCourse, courseHead, courseVisibleTo, notACourse, selectOwnCourse, type CourseHead } from './courses.js'
 import { compiledList, type Page } from '../db/paging.js'
 import { parseSort } from './list.js'
-import { orNotFound } from './errors.js'
+import { AppError } from '../../schemas/problems.js'
 import { PERSON_COLUMNS, toPerson, type PersonRow } from './person.js'
 import { bodyOf, type Change } from './merge-patch.js'
 
 /**
- * The route's owner and If-Match checks, run inside the change's transaction against the row
- * as it is, locked, so two writers holding the same ETag cannot both pass.
+ * The route's owner and If-Match checks, run against the row as it is: as a change writes it
+ * (changeRow), or locked inside a delete's transaction, so two writers holding the same ETag
+ * cannot both pass.
  */
 export type Guard<T> = (current: T) => void
 
@@ -48,6 +50,10 @@ function selectClasses (db: Db, v: Viewer) {
 }
 
 const viewer = (viewerId: string): Viewer => ({ viewer_id: viewerId, now: clockIso() })
+
+const classNotFound = (classId: string) => new AppError('ClassNotFound', `no class with id ${classId}`)
+const studentNotFound = (classId: string, studentId: string) =>
+  new AppError('StudentNotFound', `no student with id ${studentId} in class ${classId}`)
 
 function toClass (row: Selectable<ClassTable> & PersonRow): Class {
   return {
@@ -97,14 +103,17 @@ const studentInClass = cachedRowStatement((db, studentId: string, classId: strin
 
 /** The class as the viewer may see it; one of a hidden course is 404, as a missing one, so it does not leak. */
 export async function getClass (db: Db, classId: string, viewerId: string): Promise<Class> {
-  const { now } = viewer(viewerId)
-  return toClass(await orNotFound(classById(db, classId, viewerId, now),
-    'ClassNotFound', `no class with id ${classId}`))
+  const row = await classById(db, classId, viewerId, clockIso())
+  if (!row) throw classNotFound(classId)
+  return toClass(row)
 }
 
-/** The class and its read-back with its owner (who sees it whatever its course): one statement on PostgreSQL (writeTogether's). */
+/**
+ * The class and its read-back with its owner (who sees it whatever its course): one statement on
+ * PostgreSQL (writeTogether's), which inserts a class tied to a course only from the caller's own
+ * course; nothing inserted, the course is refused as assertOwnCourse refuses it.
+ */
 export async function createClass (db: Db, ownerId: string, body: ClassCreate): Promise<Class> {
-  if (body.course_id) await assertOwnCourse(db, body.course_id, ownerId)
   const now = writeTimeIso()
   const row = {
     id: randomUUID(),
@@ -115,36 +124,87 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
     created_at: now,
     updated_at: now
   }
-  return toClass(await writeTogether(
+  const inserted = await writeTogether(
     db,
     async db => (await insertClassReturning(db, undefined, row))[0],
     async trx => {
+      if (row.course_id !== null) await assertOwnCourse(trx, row.course_id, ownerId)
       await trx.insertInto('class').values(row).execute()
-      return (await classById(trx, row.id, ownerId, clockIso()))!
+      return classById(trx, row.id, ownerId, clockIso())
     }
-  ))
+  )
+  if (inserted) return toClass(inserted)
+  // Only a course can stop the insert. The course as it is now says why; should it pass now, it
+  // was the caller's post but not yet a COURSE when the insert ran (ids and creators never change).
+  await assertOwnCourse(db, row.course_id!, ownerId)
+  throw notACourse(row.course_id!)
 }
 
-const insertClassReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<ClassTable> & Values) =>
-  withOwner(db.with('new_class', q => q.insertInto('class').values(row).returningAll()).selectFrom('new_class as class')))
+const CLASS_COLUMNS = ['id', 'owner_id', 'name', 'course_id', 'starts_date', 'created_at', 'updated_at'] as const
+
+/** The insert (writeTogether's), of a class tied to a course from the caller's own course alone, read back with its owner. */
+const insertClassReturning = cachedStatementPerShape((db, _: undefined, row: Insertable<ClassTable> & Values) => {
+  const courseId = row.course_id
+  return withOwner(db.with('new_class', q => (courseId == null
+    ? q.insertInto('class').values(row)
+    : q.insertInto('class').columns(CLASS_COLUMNS)
+      .expression(selectOwnCourse(q, courseId, row.owner_id).select(eb => CLASS_COLUMNS.map(c => eb.val(row[c]).as(c))))
+  ).returningAll()).selectFrom('new_class as class'))
+})
 
 /**
  * PUT and PATCH: replaces the name, course and start date (absent or null: none). A course must
  * still be one of the caller's own (as on create: 422, or 403 for another creator's published one).
+ * The guard, the merge and the course rule judge the class as it is written (changeRow).
  */
 export async function updateClass (db: Db, classId: string, viewerId: string, change: Change<Class, ClassCreate>,
   guard: Guard<Class>): Promise<Class> {
-  return db.transaction().execute(async (trx) => {
-    const current = await lockClass(trx, classId, viewerId)
-    guard(current)
-    const body = bodyOf(change, current)
-    if (body.course_id) await assertOwnCourse(trx, body.course_id, viewerId)
-    await trx.updateTable('class')
-      .set({ name: body.name, course_id: body.course_id ?? null, starts_date: body.starts_date ?? null, updated_at: writeTimeIso() })
-      .where('id', '=', classId).execute()
-    return getClass(trx, classId, viewerId)
+  return changeRow(db, {
+    lock: db => db.selectFrom('class').select('id').where('id', '=', classId),
+    read: async db => {
+      const row = await classToChange(db, classId, viewerId, clockIso())
+      if (!row) throw classNotFound(classId)
+      const current = toClass(row)
+      guard(current)
+      const body = bodyOf(change, current)
+      const courseId = body.course_id ?? null
+      // the course the class keeps was read with it; another one is read now
+      if (courseId !== null) checkOwnCourse(courseId === row.course_id ? keptCourse(row) : await courseHead(db, courseId), courseId, viewerId)
+      return { version: row.version, columns: { name: body.name, course_id: courseId, starts_date: body.starts_date ?? null, updated_at: writeTimeIso() } }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updateClassReturning(db, undefined, { ...columns, id: classId, version: version! })
+      return row && toClass(row)
+    },
+    steps: async (trx, { columns }) => {
+      await trx.updateTable('class').set(columns).where('id', '=', classId).execute()
+      return getClass(trx, classId, viewerId)
+    }
   })
 }
+
+/** The class a change reads, as getClass reads it, with its course as the course rule judges it and the row's version (changeRow), in one read. */
+const classToChange = cachedRowStatement((db, classId: string, viewerId: string, now: string) =>
+  selectClasses(db, { viewer_id: viewerId, now }).where('class.id', '=', classId)
+    .leftJoin('post as course', 'course.id', 'class.course_id')
+    .select(['course.creator_id as course_creator_id', 'course.type as course_type', 'course.published_at as course_published_at',
+      rowVersion(db, 'class').as('version')]))
+
+type ClassToChange = NonNullable<Awaited<ReturnType<typeof classToChange>>>
+
+function keptCourse (row: ClassToChange): CourseHead | undefined {
+  if (row.course_creator_id === null || row.course_type === null) return undefined
+  return { creator_id: row.course_creator_id, type: row.course_type, published_at: row.course_published_at }
+}
+
+/** The update in one statement (changeRow's), where the class still has the version read, read back with its owner. */
+type ClassChange = { id: string, version: string, name: string, course_id: string | null, starts_date: string | null, updated_at: string }
+const updateClassReturning = cachedStatementPerShape((db, _: undefined, v: ClassChange) => {
+  const { id, version, ...columns } = v
+  return withOwner(db.with('changed', q => q.updateTable('class').set(columns)
+    .where('class.id', '=', id).where(sameVersion('class', version)).returningAll())
+    .selectFrom('changed as class'))
+})
 
 /** The PUT body that keeps a class as it is: what a PATCH merges into. */
 export function classFields (cls: Class): ClassCreate {
@@ -180,8 +240,9 @@ export async function listStudents (db: Db, classId: string, query: StudentListQ
 
 /** A student is found only in their own class: under another class it is 404. */
 export async function getStudent (db: Db, classId: string, studentId: string): Promise<Student> {
-  return toStudent(await orNotFound(studentInClass(db, studentId, classId),
-    'StudentNotFound', `no student with id ${studentId} in class ${classId}`))
+  const row = await studentInClass(db, studentId, classId)
+  if (!row) throw studentNotFound(classId, studentId)
+  return toStudent(row)
 }
 
 /** The student, read back by the insert itself (RETURNING, on both databases). */
@@ -201,20 +262,70 @@ export async function createStudent (db: Db, classId: string, body: StudentCreat
 
 /**
  * PUT and PATCH: replaces the student's writable fields. The guard sees the class (its owner) and
- * the student as they are, the student locked.
+ * the student; it and the merge judge the student as it is written (changeRow).
  */
 export async function updateStudent (db: Db, classId: string, studentId: string, viewerId: string,
   change: Change<Student, StudentCreate>, guard: Guard<{ cls: Class, student: Student }>): Promise<Student> {
-  return db.transaction().execute(async (trx) => {
-    const current = await lockStudent(trx, classId, studentId, viewerId)
-    guard(current)
-    const body = bodyOf(change, current.student)
-    await trx.updateTable('student').set({
-      first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex, email: body.email ?? null, updated_at: writeTimeIso()
-    }).where('id', '=', studentId).where('class_id', '=', classId).execute()
-    return getStudent(trx, classId, studentId)
+  return changeRow(db, {
+    lock: db => db.selectFrom('student').select('id').where('id', '=', studentId).where('class_id', '=', classId),
+    read: async db => {
+      const row = await studentToChange(db, classId, studentId, viewerId, clockIso())
+      // the answers the GET gives, in its order: the class's 404, then the student's
+      if (!row) throw classNotFound(classId)
+      const student = studentOf(row)
+      if (!student) throw studentNotFound(classId, studentId)
+      guard({ cls: toClass(row), student })
+      const body = bodyOf(change, student)
+      const columns = { first_name: body.first_name, last_name: body.last_name ?? null, sex: body.sex, email: body.email ?? null, updated_at: writeTimeIso() }
+      return { version: row.version, columns }
+    },
+    statement: async (db, { version, columns }) => {
+      const [row] = await updateStudentReturning(db, undefined, { ...columns, id: studentId, classId, version: version! })
+      return row && toStudent(row)
+    },
+    steps: async (trx, { columns }) => {
+      await trx.updateTable('student').set(columns).where('id', '=', studentId).where('class_id', '=', classId).execute()
+      return getStudent(trx, classId, studentId)
+    }
   })
 }
+
+/**
+ * The student a change reads: the class as getClass reads it, with the student in it (null
+ * columns where there is none) and the student row's version (changeRow), in one read.
+ */
+const studentToChange = cachedRowStatement((db, classId: string, studentId: string, viewerId: string, now: string) =>
+  selectClasses(db, { viewer_id: viewerId, now }).where('class.id', '=', classId)
+    .leftJoin('student', join => join.onRef('student.class_id', '=', 'class.id').on('student.id', '=', studentId))
+    .select([
+      'student.id as student_id', 'student.first_name as student_first_name', 'student.last_name as student_last_name',
+      'student.sex as student_sex', 'student.email as student_email', 'student.created_at as student_created_at',
+      'student.updated_at as student_updated_at', rowVersion(db, 'student').as('version')
+    ]))
+
+function studentOf (row: NonNullable<Awaited<ReturnType<typeof studentToChange>>>): Student | undefined {
+  if (row.student_id === null) return undefined
+  return toStudent({
+    id: row.student_id,
+    class_id: row.id,
+    first_name: row.student_first_name!,
+    last_name: row.student_last_name,
+    sex: row.student_sex!,
+    email: row.student_email,
+    created_at: row.student_created_at!,
+    updated_at: row.student_updated_at!
+  })
+}
+
+/** The update in one statement (changeRow's), where the student is still in the class with the version read, read back. */
+type StudentChange = {
+  id: string, classId: string, version: string, first_name: string, last_name: string | null, sex: Student['sex'], email: string | null, updated_at: string
+}
+const updateStudentReturning = cachedStatementPerShape((db, _: undefined, v: StudentChange) => {
+  const { id, classId, version, ...columns } = v
+  return db.updateTable('student').set(columns)
+    .where('student.id', '=', id).where('student.class_id', '=', classId).where(sameVersion('student', version)).returningAll()
+})
 
 /** The PUT body that keeps a student as they are: what a PATCH merges into. */
 export function studentFields (student: Student): StudentCreate {

@@ -7,7 +7,7 @@ import {
 import { errorResponses } from '../../../schemas/problems.js'
 import {
   assertChapterOf, chapterFields, createChapter, createLesson, deleteChapter, deleteLesson, getChapter, getCourse, getLesson, lessonFields,
-  listChapters, listLessons, updateChapter, updateLesson
+  listChapters, listLessons, updateChapter, updateLesson, type CourseOwner
 } from '../../domain/courses.js'
 import { created, listReply } from '../replies.js'
 import { authErrors, optionalSecurity, security, callerId } from '../guards.js'
@@ -16,8 +16,8 @@ import { registerUpdates } from '../updates.js'
 const tags = ['courses']
 // the course's creator adds to it while still a creator; changing a chapter or lesson needs creator rights still, removing one only ownership
 const ownCourse = { of: (course: Course) => course.creator.id, creator: true }
-const ownChapter = { of: ({ course }: { course: Course }) => course.creator.id, item: ({ chapter }: { chapter: Chapter }) => chapter }
-const ownLesson = { of: ({ course }: { course: Course }) => course.creator.id, item: ({ lesson }: { lesson: Lesson }) => lesson }
+const ownChapter = { of: ({ course }: { course: CourseOwner }) => course.creator.id, item: ({ chapter }: { chapter: Chapter }) => chapter }
+const ownLesson = { of: ({ course }: { course: CourseOwner }) => course.creator.id, item: ({ lesson }: { lesson: Lesson }) => lesson }
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
 const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
 
