@@ -5,6 +5,7 @@ import { build, dialect, json, recordStatements } from './helper.js'
 import { createCreator, type TestUser } from './fixtures.js'
 import { insertPost, MISSING } from './post-fixtures.js'
 import { revokeCreator } from '../src/domain/users.js'
+import { sql } from '../src/db/kysely.js'
 
 /**
  * Updates of classes, students, chapters and lessons read the row, check it and write it only
@@ -14,7 +15,7 @@ import { revokeCreator } from '../src/domain/users.js'
  */
 
 const PATCH = { 'content-type': 'application/merge-patch+json' }
-const TWINS = 50
+const TWINS = 12
 
 async function post (app: FastifyInstance, owner: TestUser, url: string, payload: object) {
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload })
@@ -144,6 +145,31 @@ t.test('a class tied to a course is inserted from the course: a refused one writ
   t.equal(await count(), 2)
 })
 
+t.test('a class moved to a course deleted while the update is under way is 422, never a 500', async t => {
+  const app = await build(t)
+  const owner = await createCreator(app)
+  const course = await insertPost(app, owner.id, { type: 'COURSE' })
+  const url = `/v1/classes/${(await post(app, owner, '/v1/classes', { name: 'Class' })).id}`
+  const [before] = await state(app, [url], owner)
+  // The delete holds the course's row until it commits: on PostgreSQL the update has checked the
+  // course by then and waits on it in its foreign-key check; SQLite takes one writer at a time.
+  const { pending } = await app.db.transaction().execute(async trx => {
+    await trx.deleteFrom('post').where('id', '=', course).execute()
+    const pending = app.inject({ method: 'PUT', url, headers: owner.headers, payload: { name: 'Moved', course_id: course } })
+    while (dialect === 'postgres') {
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and query like 'with "changed" as (update "class"%'`.execute(app.db)
+      if (rows[0].n > 0) break
+    }
+    return { pending }
+  })
+  const res = await pending
+  t.same([res.statusCode, json(res).code], [422, 'ValidationFailed'], 'refused as a missing course is')
+  t.match(json(res).detail, `no course with id ${course}`)
+  t.same(await state(app, [url], owner), [before], 'nothing written')
+})
+
 t.test('a student update refused for any reason writes nothing', async t => {
   const app = await build(t)
   const owner = await createCreator(app)
@@ -246,24 +272,9 @@ interface Target {
   body: (n: number) => object
 }
 
+// Twins that rename only: test/conditional-writes.test.ts, for every resource. Here a chapter's or
+// lesson's twins also move it, so the unlocked rename and the locked move race.
 const targets: Target[] = [
-  {
-    name: 'class',
-    create: async (app, owner) => {
-      const course = await insertPost(app, owner.id, { type: 'COURSE' })
-      return { url: `/v1/classes/${(await post(app, owner, '/v1/classes', { name: 'Class', course_id: course })).id}` }
-    },
-    body: n => ({ name: `Twin ${n}`, starts_date: n % 2 === 0 ? '2026-12-01' : null })
-  },
-  {
-    name: 'student',
-    create: async (app, owner) => {
-      const cls = await post(app, owner, '/v1/classes', { name: 'Class' })
-      const student = await post(app, owner, `/v1/classes/${cls.id}/students`, { first_name: 'Ann', sex: 'F' })
-      return { url: `/v1/classes/${cls.id}/students/${student.id}` }
-    },
-    body: n => ({ first_name: `Twin ${n}`, sex: 'X', email: `twin${n}@example.com` })
-  },
   {
     name: 'chapter',
     create: async (app, owner) => {

@@ -5,6 +5,7 @@ import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, Studen
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, Database, StudentTable } from '../db/schema.js'
 import { writeTogether } from '../db/write-together.js'
+import { foreignKeyViolation } from '../db/unique-violation.js'
 import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
@@ -124,7 +125,7 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
     created_at: now,
     updated_at: now
   }
-  const inserted = await writeTogether(
+  const inserted = await orCourseGone(db, row.course_id, ownerId, writeTogether(
     db,
     async db => (await insertClassReturning(db, undefined, row))[0],
     async trx => {
@@ -132,7 +133,7 @@ export async function createClass (db: Db, ownerId: string, body: ClassCreate): 
       await trx.insertInto('class').values(row).execute()
       return classById(trx, row.id, ownerId, clockIso())
     }
-  )
+  ))
   if (inserted) return toClass(inserted)
   // Only a course can stop the insert. The course as it is now says why; should it pass now, it
   // was the caller's post but not yet a COURSE when the insert ran (ids and creators never change).
@@ -173,7 +174,7 @@ export async function updateClass (db: Db, classId: string, viewerId: string, ch
       return { version: row.version, columns: { name: body.name, course_id: courseId, starts_date: body.starts_date ?? null, updated_at: writeTimeIso() } }
     },
     statement: async (db, { version, columns }) => {
-      const [row] = await updateClassReturning(db, undefined, { ...columns, id: classId, version: version! })
+      const [row] = await orCourseGone(db, columns.course_id, viewerId, updateClassReturning(db, undefined, { ...columns, id: classId, version: version! }))
       return row && toClass(row)
     },
     steps: async (trx, { columns }) => {
@@ -181,6 +182,17 @@ export async function updateClass (db: Db, classId: string, viewerId: string, ch
       return getClass(trx, classId, viewerId)
     }
   })
+}
+
+/** A course deleted between its check and the class's write fails the foreign key: refused as a missing course is, not a 500. */
+async function orCourseGone<T> (db: Db, courseId: string | null, ownerId: string, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (err) {
+    if (courseId === null || foreignKeyViolation(err) === undefined) throw err
+    await assertOwnCourse(db, courseId, ownerId)
+    throw notACourse(courseId)
+  }
 }
 
 /** The class a change reads, as getClass reads it, with its course as the course rule judges it and the row's version (changeRow), in one read. */
