@@ -1,4 +1,3 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { createCreator, createUser, PASSWORD } from './fixtures.js'
@@ -7,24 +6,23 @@ import { build, json } from './helper.js'
 /**
  * No request costs more than a bounded slice of the server: an unknown route, a body nested a
  * million deep, a sort of two thousand terms, a 15 KB path. Each is answered, and its cost is the
- * event-loop delay it caused, as the other clients of the server would feel it (not a timer of the test).
+ * CPU the server's process spent answering it: what other clients lose to it, and, unlike a timer
+ * or the event loop's delay, the same on a quiet machine and on a loaded one.
  */
 
-/** The most the event loop may stall while one such request is answered. Before: 1,000–2,000 ms. */
+/** The most CPU one such request may take. Before: 1,000–2,000 ms. */
 const BUDGET_MS = 150
 
 /** Nested arrays of `bytes` characters: `[[[…]]]`. */
 const nested = (bytes: number) => '['.repeat(bytes / 2) + ']'.repeat(bytes / 2)
 const MiB = 1024 * 1024
 
-/** The answer, and the longest the event loop was held while it was made. */
-async function timed (app: FastifyInstance, request: InjectOptions): Promise<{ res: LightMyRequestResponse; stalledMs: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 5 })
-  histogram.enable()
+/** The answer, and the CPU (user and system, every thread of the process) spent making it. */
+async function timed (app: FastifyInstance, request: InjectOptions): Promise<{ res: LightMyRequestResponse; costMs: number }> {
+  const before = process.cpuUsage()
   const res = await app.inject(request)
-  await new Promise(resolve => setTimeout(resolve, 10)) // one more sample after the answer
-  histogram.disable()
-  return { res, stalledMs: histogram.max / 1e6 }
+  const spent = process.cpuUsage(before)
+  return { res, costMs: (spent.user + spent.system) / 1000 }
 }
 
 t.test('a nested body to an unknown route or method is 404/405 before it is read, within the budget', async t => {
@@ -38,10 +36,10 @@ t.test('a nested body to an unknown route or method is 404/405 before it is read
     ['PATCH', '/v1/posts', 405],
     ['POST', '/v1/posts/x/y/z', 404]
   ] as const) {
-    const { res, stalledMs } = await timed(app, { method, url, payload, headers: { 'content-type': 'application/json' } })
+    const { res, costMs } = await timed(app, { method, url, payload, headers: { 'content-type': 'application/json' } })
     if (res.statusCode !== status) wrong.push(`${method} ${url}: ${res.statusCode}, not ${status}`)
     if (res.headers.connection !== 'close') wrong.push(`${method} ${url}: the connection is kept to drain the body`)
-    if (stalledMs > BUDGET_MS) wrong.push(`${method} ${url}: the loop stalled ${stalledMs.toFixed(0)} ms`)
+    if (costMs > BUDGET_MS) wrong.push(`${method} ${url}: cost ${costMs.toFixed(0)} ms of CPU`)
   }
   t.same(wrong, [])
   const plain = await app.inject({ method: 'GET', url: '/v1/nope' })
@@ -56,25 +54,25 @@ t.test("a signed-in non-creator is 403 before the body is read; a creator's deep
   const headers = { 'content-type': 'application/json' }
   const refused = await timed(app, { method: 'POST', url: '/v1/posts', payload, headers: { ...user.headers, ...headers } })
   t.same([refused.res.statusCode, json(refused.res).code], [403, 'UserNotCreator'])
-  t.ok(refused.stalledMs < BUDGET_MS, `the loop stalled ${refused.stalledMs.toFixed(0)} ms`)
+  t.ok(refused.costMs < BUDGET_MS, `cost ${refused.costMs.toFixed(0)} ms of CPU`)
   const deep = await timed(app, { method: 'POST', url: '/v1/posts', payload, headers: { ...creator.headers, ...headers } })
   t.same(
     [deep.res.statusCode, json(deep.res).code, json(deep.res).detail],
     [413, 'PayloadTooLarge', 'a JSON body nests at most 32 ' + 'levels of arrays and objects']
   )
-  t.ok(deep.stalledMs < BUDGET_MS, `the loop stalled ${deep.stalledMs.toFixed(0)} ms`)
+  t.ok(deep.costMs < BUDGET_MS, `cost ${deep.costMs.toFixed(0)} ms of CPU`)
   const nobody = await timed(app, { method: 'POST', url: '/v1/posts', payload, headers })
   t.equal(nobody.res.statusCode, 401, 'no token: 401, nothing read')
-  t.ok(nobody.stalledMs < BUDGET_MS)
+  t.ok(nobody.costMs < BUDGET_MS)
 })
 
 t.test('sign-up and login with a 64 KiB nested body are 413, within the budget; 32 levels are parsed, 33 are not', async t => {
   const app = await build(t)
   const payload = nested(64 * 1024 - 2)
   for (const url of ['/v1/profiles', '/v1/auth/token']) {
-    const { res, stalledMs } = await timed(app, { method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
+    const { res, costMs } = await timed(app, { method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
     t.same([res.statusCode, json(res).code], [413, 'PayloadTooLarge'], url)
-    t.ok(stalledMs < BUDGET_MS, `${url}: the loop stalled ${stalledMs.toFixed(0)} ms`)
+    t.ok(costMs < BUDGET_MS, `${url}: cost ${costMs.toFixed(0)} ms of CPU`)
   }
   const at = await app.inject({ method: 'POST', url: '/v1/auth/token', payload: nested(64), headers: { 'content-type': 'application/json' } })
   t.equal(at.statusCode, 422, '32 levels: parsed, then refused by the schema')
@@ -140,7 +138,7 @@ t.test('sort is bounded in the schema: a repeat, an unknown field or 2,000 terms
     'title,',
     ',title'
   ]) {
-    const { res, stalledMs } = await timed(app, { method: 'GET', url: `/v1/posts?sort=${sort}` })
+    const { res, costMs } = await timed(app, { method: 'GET', url: `/v1/posts?sort=${sort}` })
     const issues = res.statusCode === 422 ? json(res).errors.filter((e: { field: string }) => e.field === '/sort') : []
     if (res.statusCode !== 422 || issues.length === 0) wrong.push(`${sort.slice(0, 30)}: ${res.statusCode}`)
     for (const { rule, message } of issues) {
@@ -150,7 +148,7 @@ t.test('sort is bounded in the schema: a repeat, an unknown field or 2,000 terms
           : /fields among created_at, updated_at, published_at, title, comma-separated, each at most once/
       if (!named.test(message)) wrong.push(`${sort.slice(0, 30)}: ${rule}: ${message}`)
     }
-    if (stalledMs > BUDGET_MS) wrong.push(`${sort.slice(0, 30)}: the loop stalled ${stalledMs.toFixed(0)} ms`)
+    if (costMs > BUDGET_MS) wrong.push(`${sort.slice(0, 30)}: cost ${costMs.toFixed(0)} ms of CPU`)
   }
   t.same(wrong, [])
   const every = await app.inject({ method: 'GET', url: '/v1/posts?sort=-published_at,title,created_at,updated_at' })

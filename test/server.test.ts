@@ -58,6 +58,9 @@ t.test('SIGTERM: stops accepting, finishes the in-flight request, closes the dat
       // debug: the arrival line tells the test the in-flight request has reached the server
       LOG_LEVEL: 'debug',
       SHUTDOWN_GRACE_MS: '60000',
+      // the in-flight request stays silent while the test waits on the server, for more than the
+      // default 30 s on a loaded CI machine: the test is about shutdown, not idle connections
+      IDLE_TIMEOUT_MS: '240000',
       // the start itself blocks the loop; the test is about shutdown, not load shedding
       MAX_EVENT_LOOP_DELAY_MS: '60000'
     },
