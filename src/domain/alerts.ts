@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { cachedRowStatement } from '../db/statement-cache.js'
-import type { Selectable } from 'kysely'
+import type { QueryCreator, Selectable } from 'kysely'
 import { sql } from '../db/kysely.js'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
 import type { Db } from '../db/dialect.js'
 import type { Values } from '../db/statement-cache.js'
-import type { AlertTable } from '../db/schema.js'
+import type { AlertTable, Database } from '../db/schema.js'
 import { formatDateTime, formatNullableDateTime } from '../db/date-time-format.js'
 import { clockIso, writeTimeIso } from '../db/clock.js'
 import { compiledList, type Page } from '../db/paging.js'
@@ -38,31 +38,7 @@ function alertSubject (kind: string): string {
   return `New ${kind} on your post`
 }
 
-/**
- * A review or comment on someone's post alerts the post's creator and queues an e-mail,
- * in the caller's transaction; while the creator's address is unverified the alert is made
- * but no e-mail is queued. Acting on your own post alerts nobody. alertingWrite says the same in
- * one statement's CTEs: a change here is a change there.
- */
-export async function alertPostCreator (db: Executor, input: { postId: string, actorId: string, kind: AlertKind }): Promise<string | undefined> {
-  const post = await db.selectFrom('post')
-    .innerJoin('user', 'user.id', 'post.creator_id')
-    .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at'])
-    .where('post.id', '=', input.postId)
-    .executeTakeFirst()
-  if (!post || post.creator_id === input.actorId) return undefined
-  const actor = await db.selectFrom('user').select('username').where('id', '=', input.actorId).executeTakeFirstOrThrow()
-  const id = randomUUID()
-  const message = `${actor.username} left a ${input.kind} on your post "${post.title}"`
-  await db.insertInto('alert').values({
-    id, user_id: post.creator_id, kind: input.kind, message, post_id: post.id, created_at: writeTimeIso(), sent_at: null
-  }).execute()
-  // The creator's row is already here: the verified check costs the review or comment no extra query.
-  if (post.email_verified_at !== null) await enqueueEmail(db, { to: post.email, subject: alertSubject(input.kind), body: message, alertId: id })
-  return id
-}
-
-/** What a write under a post needs to alert its creator in the same statement (alertingWrite). */
+/** What a write under a post needs to alert its creator (alertingWrite, alertPostCreator). */
 export interface AlertingValues extends Values {
   postId: string
   actorId: string
@@ -78,7 +54,7 @@ export interface AlertingValues extends Values {
   reviewId?: string
 }
 
-/** The values of alertingWrite: ids and write times taken now, in the order alertPostCreator takes them. */
+/** The values of alertingWrite and alertPostCreator: ids and write times taken now. */
 export function alertingValues (postId: string, actorId: string, kind: AlertKind, reviewId?: string): AlertingValues {
   const alertAt = writeTimeIso()
   return {
@@ -96,47 +72,75 @@ export function alertingValues (postId: string, actorId: string, kind: AlertKind
 }
 
 /**
- * alertPostCreator as CTEs of one statement, for a write under a post to add its own insert to:
- * `parent` is the post when the actor may see it (empty otherwise: the write selects from it, so
- * nothing is written), `new_alert` its creator's alert unless the actor is the creator, and
- * `new_mail` the alert's e-mail while the creator's address is verified.
+ * A review or comment on someone's post alerts the post's creator and queues an e-mail; while the
+ * creator's address is unverified the alert is made but no e-mail is queued. Acting on your own
+ * post alerts nobody. The rule is the three queries below: `parent` is the post when the actor may
+ * see it, with its creator's address; the alert is inserted from it unless the actor is the
+ * creator; the e-mail from the alert while the address is verified. PostgreSQL runs them as CTEs
+ * of the write's one statement (alertingWrite); SQLite, which has no data-modifying WITH, in turn
+ * in the write's transaction (alertPostCreator).
+ */
+const withParent = <DB extends Database>(db: QueryCreator<DB>, v: AlertingValues) =>
+  db.with('parent', q => selectVisiblePost(q as unknown as QueryCreator<Database>, v.postId, v.actorId, v.now)
+    .innerJoin('user', 'user.id', 'post.creator_id')
+    .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at']))
+
+type WithParent = ReturnType<typeof withParent<Database>>
+type ParentScope = WithParent extends QueryCreator<infer DB> ? DB : never
+
+/** The creator's alert, from `parent`, unless the actor is the creator. */
+function insertAlert (q: QueryCreator<ParentScope>, v: AlertingValues) {
+  return q.insertInto('alert')
+    .columns(['id', 'user_id', 'kind', 'message', 'post_id', 'created_at', 'sent_at', ...(v.reviewId === undefined ? [] : ['review_id' as const])])
+    .expression(eb => eb.selectFrom('parent')
+      .innerJoin('user as actor', j => j.on('actor.id', '=', v.actorId))
+      .select(eb => [
+        eb.val(v.alertId).as('id'),
+        'parent.creator_id',
+        eb.val(v.kind).as('kind'),
+        sql<string>`${eb.ref('actor.username')} || ${' left a '} || ${v.kind} || ${' on your post "'} || ${eb.ref('parent.title')} || ${'"'}`.as('message'),
+        'parent.id as post_id',
+        eb.val(v.alertAt).as('created_at'),
+        sql<null>`null`.as('sent_at'),
+        ...(v.reviewId === undefined ? [] : [eb.val(v.reviewId).as('review_id')])
+      ])
+      .where('parent.creator_id', '<>', v.actorId))
+}
+
+/** The alert's e-mail, from `new_alert` and `parent`, while the creator's address is verified. */
+function insertMail (q: QueryCreator<ParentScope & { new_alert: { id: string, message: string } }>, v: AlertingValues) {
+  return q.insertInto('outbox_message')
+    .columns(['id', 'to_address', 'subject', 'body', 'alert_id', 'next_attempt_at', 'created_at'])
+    .expression(eb => eb.selectFrom('new_alert')
+      .innerJoin('parent', j => j.onTrue())
+      .select(eb => [
+        eb.val(v.mailId).as('id'),
+        'parent.email',
+        eb.val(v.subject).as('subject'),
+        'new_alert.message',
+        'new_alert.id',
+        eb.val(v.mailAt).as('next_attempt_at'),
+        eb.val(v.mailAt).as('created_at')
+      ])
+      .where('parent.email_verified_at', 'is not', null))
+}
+
+/**
+ * The rule as CTEs of one statement (PostgreSQL), for a write under a post to add its own insert
+ * to: it selects from `parent`, which is empty when the actor may not see the post, so nothing is
+ * written.
  */
 export function alertingWrite (db: Db, v: AlertingValues) {
-  return db
-    .with('parent', q => selectVisiblePost(q, v.postId, v.actorId, v.now)
-      .innerJoin('user', 'user.id', 'post.creator_id')
-      .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at']))
-    .with('new_alert', q => q.insertInto('alert')
-      .columns(['id', 'user_id', 'kind', 'message', 'post_id', 'created_at', 'sent_at', ...(v.reviewId === undefined ? [] : ['review_id' as const])])
-      .expression(eb => eb.selectFrom('parent')
-        .innerJoin('user as actor', j => j.on('actor.id', '=', v.actorId))
-        .select(eb => [
-          eb.val(v.alertId).as('id'),
-          'parent.creator_id',
-          eb.val(v.kind).as('kind'),
-          // alertPostCreator's message: `<username> left a <kind> on your post "<title>"`
-          sql<string>`${eb.ref('actor.username')} || ${' left a '} || ${v.kind} || ${' on your post "'} || ${eb.ref('parent.title')} || ${'"'}`.as('message'),
-          'parent.id as post_id',
-          eb.val(v.alertAt).as('created_at'),
-          sql<null>`null`.as('sent_at'),
-          ...(v.reviewId === undefined ? [] : [eb.val(v.reviewId).as('review_id')])
-        ])
-        .where('parent.creator_id', '<>', v.actorId))
-      .returning(['alert.id', 'alert.message']))
-    .with('new_mail', q => q.insertInto('outbox_message')
-      .columns(['id', 'to_address', 'subject', 'body', 'alert_id', 'next_attempt_at', 'created_at'])
-      .expression(eb => eb.selectFrom('new_alert')
-        .innerJoin('parent', j => j.onTrue())
-        .select(eb => [
-          eb.val(v.mailId).as('id'),
-          'parent.email',
-          eb.val(v.subject).as('subject'),
-          'new_alert.message',
-          'new_alert.id',
-          eb.val(v.mailAt).as('next_attempt_at'),
-          eb.val(v.mailAt).as('created_at')
-        ])
-        .where('parent.email_verified_at', 'is not', null)))
+  return withParent(db, v)
+    .with('new_alert', q => insertAlert(q, v).returning(['alert.id', 'alert.message']))
+    .with('new_mail', q => insertMail(q, v))
+}
+
+/** The rule as statements in turn (SQLite), in the transaction of the write it alerts of. */
+export async function alertPostCreator (trx: Executor, v: AlertingValues): Promise<void> {
+  await insertAlert(withParent(trx, v), v).execute()
+  await insertMail(withParent(trx, v).with('new_alert', q => q.selectFrom('alert').select(['alert.id', 'alert.message']).where('alert.id', '=', v.alertId)), v)
+    .execute()
 }
 
 const ALERT_SORT = { created_at: 'created_at' }

@@ -81,7 +81,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
     async trx => {
       await assertPostVisible(trx, postId, authorId)
       await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
-      await alertPostCreator(trx, { postId, actorId: authorId, kind: 'comment' })
+      await alertPostCreator(trx, alertingValues(postId, authorId, 'comment'))
       return commentOnPost(trx, postId, id)
     }
   ))

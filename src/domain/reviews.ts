@@ -93,9 +93,8 @@ export async function createReview (db: Executor, postId: string, authorId: stri
       async trx => {
         await assertPostVisible(trx, postId, authorId)
         await trx.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: input.rating, text, created_at: createdAt }).execute()
-        const alertId = await alertPostCreator(trx, { postId, actorId: authorId, kind: 'review' })
         // the alert tells of this review, and goes when it goes (alert.review_id, ON DELETE CASCADE)
-        if (alertId !== undefined) await trx.updateTable('alert').set({ review_id: id }).where('id', '=', alertId).execute()
+        await alertPostCreator(trx, alertingValues(postId, authorId, 'review', id))
         return reviewOfPost(trx, postId, id)
       }
     ))

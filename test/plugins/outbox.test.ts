@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { alertPostCreator } from '../../src/domain/alerts.js'
+import { alertPostCreator, alertingValues } from '../../src/domain/alerts.js'
 import { claimDue, enqueueEmail } from '../../src/domain/outbox.js'
 import { toDate } from '../../src/db/date-time-format.js'
 import { createCreator, createUser } from '../fixtures.js'
@@ -107,16 +107,16 @@ t.test('delivering an alert\'s e-mail sets the alert\'s sent_at', async (t) => {
   const creator = await createCreator(app, { verified: true })
   const reader = await createUser(app)
   const postId = await insertPost(app, creator.id, { title: 'Cats' })
-  const alertId = await app.db.transaction().execute(trx => alertPostCreator(trx, { postId, actorId: reader.id, kind: 'review' }))
-  t.ok(alertId)
-  const before = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId!).executeTakeFirstOrThrow()
+  const { alertId, ...values } = alertingValues(postId, reader.id, 'review')
+  await app.db.transaction().execute(trx => alertPostCreator(trx, { alertId, ...values }))
+  const before = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId).executeTakeFirstOrThrow()
   t.equal(before.sent_at, null)
 
   await app.outbox.runOnce()
   // the creator's verification link went out in the same round
   const alertMail = smtp.received.find(m => m.subject === 'New review on your post')
   t.same(alertMail?.to, [creator.email])
-  const after = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId!).executeTakeFirstOrThrow()
+  const after = await app.db.selectFrom('alert').selectAll().where('id', '=', alertId).executeTakeFirstOrThrow()
   t.not(after.sent_at, null)
 })
 
