@@ -139,19 +139,24 @@ const COMMENT_COLUMNS = `"comment"."id", "comment"."post_id", "comment"."author_
 const COMMENT_PEOPLE = 'inner join "user" on "user"."id" = "comment"."author_id" inner join "profile" on "profile"."id" = "comment"."author_id"'
 const INSERT_COMMENT = 'insert into "comment" ("id", "post_id", "author_id", "text", "created_at", "updated_at")'
 const ALERT_MESSAGE = [' left a ', 'comment', ' on your post "', '"']
-// PostgreSQL's comment create, as Roja's: the visible post, its creator's alert and e-mail, the comment and its read-back in one statement.
-const CREATE_COMMENT = `with "parent" as (select "post"."id", "post"."title", "post"."creator_id", "user"."email", "user"."email_verified_at"
-  from "post" inner join "user" on "user"."id" = "post"."creator_id" where "post"."id" = ? and ("post"."creator_id" = ? or "post"."published_at" <= ?)),
-  "new_alert" as (insert into "alert" ("id", "user_id", "kind", "message", "post_id", "created_at", "sent_at") select ? as "id",
+// The comment's alert, as Roja's (src/domain/alerts.ts): the post when the caller may see it, with its creator's address; the
+// alert from it unless the caller is the creator; the e-mail from the alert while the address is verified.
+const PARENT = `"parent" as (select "post"."id", "post"."title", "post"."creator_id", "user"."email", "user"."email_verified_at"
+  from "post" inner join "user" on "user"."id" = "post"."creator_id" where "post"."id" = ? and ("post"."creator_id" = ? or "post"."published_at" <= ?))`
+const INSERT_ALERT = `insert into "alert" ("id", "user_id", "kind", "message", "post_id", "created_at", "sent_at") select ? as "id",
   "parent"."creator_id", ? as "kind", "actor"."username" || ? || ? || ? || "parent"."title" || ? as "message", "parent"."id" as "post_id",
-  ? as "created_at", null as "sent_at" from "parent" inner join "user" as "actor" on "actor"."id" = ? where "parent"."creator_id" <> ?
-  returning "alert"."id", "alert"."message"),
-  "new_mail" as (insert into "outbox_message" ("id", "to_address", "subject", "body", "alert_id", "next_attempt_at", "created_at")
+  ? as "created_at", null as "sent_at" from "parent" inner join "user" as "actor" on "actor"."id" = ? where "parent"."creator_id" <> ?`
+const INSERT_MAIL = `insert into "outbox_message" ("id", "to_address", "subject", "body", "alert_id", "next_attempt_at", "created_at")
   select ? as "id", "parent"."email", ? as "subject", "new_alert"."message", "new_alert"."id", ? as "next_attempt_at", ? as "created_at"
-  from "new_alert" inner join "parent" on true where "parent"."email_verified_at" is not null),
+  from "new_alert" inner join "parent" on true where "parent"."email_verified_at" is not null`
+// PostgreSQL's comment create, as Roja's: the rule's queries, the comment and its read-back in one statement.
+const CREATE_COMMENT = `with ${PARENT}, "new_alert" as (${INSERT_ALERT} returning "alert"."id", "alert"."message"), "new_mail" as (${INSERT_MAIL}),
   "new_comment" as (${INSERT_COMMENT} select ? as "id", "parent"."id" as "post_id", ? as "author_id", ? as "text", ? as "created_at",
   ? as "updated_at" from "parent" returning *)
   select ${COMMENT_COLUMNS} from "new_comment" as "comment" ${COMMENT_PEOPLE}`
+// SQLite's, as Roja's: no data-modifying WITH there, so the rule's queries run in turn in the transaction.
+const SQLITE_ALERT = `with ${PARENT} ${INSERT_ALERT}`
+const SQLITE_MAIL = `with ${PARENT}, "new_alert" as (select "alert"."id", "alert"."message" from "alert" where "alert"."id" = ?) ${INSERT_MAIL}`
 
 // Timestamps arrive as toISOString's text on both databases: the output form is cut from it, as Roja does.
 const time = (v: string) => (v.length === 24 && v[23] === 'Z' ? v.slice(0, 19) : new Date(v).toISOString().slice(0, 19)) + '+0000'
@@ -399,20 +404,9 @@ app.post('/v1/posts/:postId/comments', async (request, reply) => {
       const [post] = run(BY_ID, [postId])
       if (!post || (post.creator_id !== me.id && (post.published_at === null || Date.parse(post.published_at) > Date.now()))) return undefined
       run(`${INSERT_COMMENT} values (?, ?, ?, ?, ?, ?)`, [id, postId, me.id, text, now, now])
-      const [parent] = run(`select "post"."id", "post"."title", "post"."creator_id", "user"."email", "user"."email_verified_at" from "post"
-        inner join "user" on "user"."id" = "post"."creator_id" where "post"."id" = ?`, [postId])
-      if (parent.creator_id !== me.id) {
-        const [actor] = run('select "username" from "user" where "id" = ?', [me.id])
-        const alertId = randomUUID()
-        const message = `${actor.username} left a comment on your post "${parent.title}"`
-        run('insert into "alert" ("id", "user_id", "kind", "message", "post_id", "created_at", "sent_at") values (?, ?, ?, ?, ?, ?, ?)',
-          [alertId, parent.creator_id, 'comment', message, parent.id, now, null])
-        if (parent.email_verified_at !== null) {
-          run(`insert into "outbox_message" ("id", "to_address", "subject", "body", "alert_id", "last_error", "next_attempt_at", "locked_until_at",
-            "sent_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [randomUUID(), parent.email, 'New comment on your post', message, alertId, null, now, null, null, now])
-        }
-      }
+      const alertId = randomUUID()
+      run(SQLITE_ALERT, [postId, me.id, now, alertId, 'comment', ...ALERT_MESSAGE, now, me.id, me.id])
+      run(SQLITE_MAIL, [postId, me.id, now, alertId, randomUUID(), 'New comment on your post', now, now])
       return run(`select ${COMMENT_COLUMNS} from "comment" ${COMMENT_PEOPLE} where "comment"."post_id" = ? and "comment"."id" = ?`, [postId, id])[0]
     })
   }

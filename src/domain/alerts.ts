@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
 import type { QueryCreator, Selectable } from 'kysely'
 import { sql } from '../db/kysely.js'
 import type { Alert, AlertKind, AlertListQuery } from '../../schemas/alerts.js'
@@ -80,16 +80,19 @@ export function alertingValues (postId: string, actorId: string, kind: AlertKind
  * of the write's one statement (alertingWrite); SQLite, which has no data-modifying WITH, in turn
  * in the write's transaction (alertPostCreator).
  */
-const withParent = <DB extends Database>(db: QueryCreator<DB>, v: AlertingValues) =>
+const withParent = <DB extends Database>(db: QueryCreator<DB>, v: ParentValues) =>
   db.with('parent', q => selectVisiblePost(q as unknown as QueryCreator<Database>, v.postId, v.actorId, v.now)
     .innerJoin('user', 'user.id', 'post.creator_id')
     .select(['post.id', 'post.title', 'post.creator_id', 'user.email', 'user.email_verified_at']))
 
+type ParentValues = Pick<AlertingValues, 'postId' | 'actorId' | 'now'>
+type AlertValues = ParentValues & Pick<AlertingValues, 'kind' | 'alertId' | 'alertAt' | 'reviewId'>
+type MailValues = ParentValues & Pick<AlertingValues, 'subject' | 'mailId' | 'mailAt'>
 type WithParent = ReturnType<typeof withParent<Database>>
 type ParentScope = WithParent extends QueryCreator<infer DB> ? DB : never
 
 /** The creator's alert, from `parent`, unless the actor is the creator. */
-function insertAlert (q: QueryCreator<ParentScope>, v: AlertingValues) {
+function insertAlert (q: QueryCreator<ParentScope>, v: AlertValues) {
   return q.insertInto('alert')
     .columns(['id', 'user_id', 'kind', 'message', 'post_id', 'created_at', 'sent_at', ...(v.reviewId === undefined ? [] : ['review_id' as const])])
     .expression(eb => eb.selectFrom('parent')
@@ -108,7 +111,7 @@ function insertAlert (q: QueryCreator<ParentScope>, v: AlertingValues) {
 }
 
 /** The alert's e-mail, from `new_alert` and `parent`, while the creator's address is verified. */
-function insertMail (q: QueryCreator<ParentScope & { new_alert: { id: string, message: string } }>, v: AlertingValues) {
+function insertMail (q: QueryCreator<ParentScope & { new_alert: { id: string, message: string } }>, v: MailValues) {
   return q.insertInto('outbox_message')
     .columns(['id', 'to_address', 'subject', 'body', 'alert_id', 'next_attempt_at', 'created_at'])
     .expression(eb => eb.selectFrom('new_alert')
@@ -138,10 +141,15 @@ export function alertingWrite (db: Db, v: AlertingValues) {
 
 /** The rule as statements in turn (SQLite), in the transaction of the write it alerts of. */
 export async function alertPostCreator (trx: Executor, v: AlertingValues): Promise<void> {
-  await insertAlert(withParent(trx, v), v).execute()
-  await insertMail(withParent(trx, v).with('new_alert', q => q.selectFrom('alert').select(['alert.id', 'alert.message']).where('alert.id', '=', v.alertId)), v)
-    .execute()
+  const { postId, actorId, now, kind, alertId, alertAt, reviewId, subject, mailId, mailAt } = v
+  await insertAlertStatement(trx, undefined, { postId, actorId, now, kind, alertId, alertAt, reviewId })
+  await insertMailStatement(trx, undefined, { postId, actorId, now, alertId, subject, mailId, mailAt })
 }
+
+// Each statement compiled once (as the PostgreSQL statements that hold the rule are): each takes only the values it uses.
+const insertAlertStatement = cachedStatementPerShape((db, _: undefined, v: AlertValues) => insertAlert(withParent(db, v), v))
+const insertMailStatement = cachedStatementPerShape((db, _: undefined, v: MailValues & { alertId: string }) =>
+  insertMail(withParent(db, v).with('new_alert', q => q.selectFrom('alert').select(['alert.id', 'alert.message']).where('alert.id', '=', v.alertId)), v))
 
 const ALERT_SORT = { created_at: 'created_at' }
 
