@@ -21,8 +21,16 @@ const ownLesson = { of: ({ course }: { course: CourseOwner }) => course.creator.
 // Reads are public; a sent token lets a creator see their own draft course (as on posts).
 const tokenErrors = ['InvalidCredentials', 'UserIsBanned'] as const
 
-/** Courses (COURSE posts), their chapters and lessons: public reads, the course owner writes. */
+/**
+ * Courses (COURSE posts), their chapters and lessons: public reads, the course owner writes. Two
+ * sibling plugins, each with its own authentication hook, so a write reads the account once.
+ */
 const courses: FastifyPluginAsyncTypebox = async (fastify) => {
+  await fastify.register(reads)
+  await fastify.register(writes)
+}
+
+const reads: FastifyPluginAsyncTypebox = async (fastify) => {
   const { db } = fastify
   fastify.addHook('onRequest', fastify.authenticateIfToken)
 
@@ -92,8 +100,6 @@ const courses: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: ref(Lesson), 304: NotModified, ...errorResponses(...tokenErrors, 'ValidationFailed', 'LessonNotFound') }
     }
   }, async (request) => getLesson(db, request.params.lessonId, callerId(request)))
-
-  await fastify.register(writes)
 }
 
 const writes: FastifyPluginAsyncTypebox = async (fastify) => {
