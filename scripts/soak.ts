@@ -12,8 +12,8 @@
  *   overload    far more connections than it can serve: 503 + Retry-After, memory bounded;
  *   hostile     a flood of costly requests from three clients (deep bodies to unknown routes and
  *               methods, to a creator route without the right and to sign-up; 2,000-term sorts;
- *               15 KB paths) while a normal client reads and writes: its p99 stays under
- *               HOSTILE_P99_MS and it sees no 5xx;
+ *               15 KB paths) while a normal client reads and writes: the server's CPU a request
+ *               stays under HOSTILE_CPU_MS and the normal client sees no error or 5xx;
  *   bodies      (named only) the CPU a request of huge invalid bodies against a valid 1 MB post.
  * PostgreSQL runs as a private throw-away cluster (scripts/fleet/postgres.ts). Prints a table and
  * writes soak-results.json.
@@ -560,10 +560,12 @@ async function bodies (dialect: string, server: Instance, s: Session) {
 }
 
 /**
- * The normal client's p99 under the hostile flood. Two cores shared with CI's test suite; before
- * the costs were bounded, four such requests in flight held /health for 3.3 s.
+ * The server's CPU a request (the flood's and the normal client's) under the hostile flood: 1.1 ms
+ * on SQLite and 1.4 on PostgreSQL on a quiet machine; before the costs were bounded, one deep body
+ * took 1–2 s. CPU, not the normal client's latency: in CI the suite shares the two cores, and the
+ * p99 (60–70 ms quiet) passed 1 s there with nothing wrong in the server. The p99 is still printed.
  */
-const HOSTILE_P99_MS = 1000
+const HOSTILE_CPU_MS = 10
 
 /** Costly requests from three clients (by X-Forwarded-For) beside a normal client's reads and writes. */
 async function hostile (dialect: string, server: Instance, s: Session) {
@@ -617,7 +619,9 @@ async function hostile (dialect: string, server: Instance, s: Session) {
       { method: 'GET', path: `/v1/posts/${s.baitPostId}`, onResponse: count }
     ]
   })
+  const before = cpuMs(server.pid!)!
   const [normal, flooded] = await Promise.all([normalRun, hostileRun])
+  const cpuPerRequest = (cpuMs(server.pid!)! - before) / Math.max(1, normal.requests.total + flooded.requests.total)
   const failed = Object.entries(statuses)
     .filter(([k]) => Number(k) >= 500 || Number(k) < 200 || Number(k) >= 300)
     .reduce((a, [, v]) => a + v, 0)
@@ -635,11 +639,12 @@ async function hostile (dialect: string, server: Instance, s: Session) {
       failed === 0 &&
       normal.errors + normal.timeouts === 0 &&
       fiveHundreds === 0 &&
-      normal.latency.p99 <= HOSTILE_P99_MS &&
+      cpuPerRequest <= HOSTILE_CPU_MS &&
       normal.requests.total > 0,
     notes:
-      `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms (bound ${HOSTILE_P99_MS}), statuses ${JSON.stringify(statuses)}; ` +
-      `flood: ${flooded.requests.total} answered, statuses ${JSON.stringify(floodStatuses)}, connection errors ${flooded.errors}`
+      `normal client: ${normal.requests.total} requests, p99 ${normal.latency.p99} ms, statuses ${JSON.stringify(statuses)}; ` +
+      `flood: ${flooded.requests.total} answered, statuses ${JSON.stringify(floodStatuses)}, connection errors ${flooded.errors}; ` +
+      `server CPU ${cpuPerRequest.toFixed(1)} ms a request (bound ${HOSTILE_CPU_MS})`
   })
 }
 
