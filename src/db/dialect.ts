@@ -4,8 +4,9 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  type CompiledQuery, type DatabaseConnection, type Driver, Kysely, type LogConfig, type QueryResult,
-  type Transaction, PostgresAdapter, PostgresDialect, PostgresDriver, SqliteDialect, type SqliteDatabase, SqliteDriver
+  CompiledQuery, type ConnectionProvider, type DatabaseConnection, DefaultConnectionProvider, DefaultQueryExecutor, type DialectAdapter,
+  type Driver, Kysely, type KyselyProps, type Logger, PostgresAdapter, PostgresDialect, PostgresDriver, type QueryCompiler, type QueryResult,
+  SqliteDialect, type SqliteDatabase, SqliteDriver, Transaction, TransactionBuilder
 } from './kysely.js'
 import type { Database } from './schema.js'
 import { isoFromUtcTimestampText } from './date-time-format.js'
@@ -36,7 +37,7 @@ export interface DbOptions {
   schema?: string
   poolSize?: number
   /** Kysely's query log: called after every query with its duration (metrics and tracing listen) */
-  log?: LogConfig
+  log?: Logger
   /** SQLite in memory: start from a copy of this database file's bytes (tests copy one migrated database) */
   image?: Buffer
 }
@@ -74,51 +75,167 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new RojaSqliteDialect(database), log: opts.log })
+  return sqliteKysely(database, opts.log)
 }
 
-/** Kysely's SQLite dialect with Roja's driver and connection (below). */
-class RojaSqliteDialect extends SqliteDialect {
-  constructor (private readonly database: SQLite.Database) {
-    super({ database: database as unknown as SqliteDatabase }) // only createDriver below uses the database
+/**
+ * Kysely on SQLite: its query builders, compiler and adapter, and Roja's driver and executor
+ * (below), which run a query or a transaction's statement as better-sqlite3 runs it, at once.
+ * Why: docs/decisions/0015-sqlite-statements-run-at-once.md
+ */
+function sqliteKysely (database: SQLite.Database, log: Logger | undefined): Db {
+  const dialect = new SqliteDialect({ database: database as unknown as SqliteDatabase }) // its compiler, adapter and introspector
+  const driver = new SqliteQueueDriver(new SqliteStatementConnection(database, log))
+  const compiler = dialect.createQueryCompiler()
+  const adapter = dialect.createAdapter()
+  const executor = new SqliteExecutor(compiler, adapter, new DefaultConnectionProvider(driver), driver)
+  const props = { config: { dialect }, dialect, driver, executor }
+  return new SqliteKysely(props, (held) => new SqliteExecutor(compiler, adapter, held, held), driver)
+}
+
+/** Where a SQLite executor runs a statement: the queue (a query on its own) or a transaction's held connection. */
+interface StatementRunner {
+  run: <R>(query: CompiledQuery) => Promise<QueryResult<R>>
+}
+
+/**
+ * Kysely's executor, but a statement goes straight to the connection; plugins (the Migrator's)
+ * make a Kysely with Kysely's own executor and transactions.
+ */
+class SqliteExecutor extends DefaultQueryExecutor {
+  constructor (compiler: QueryCompiler, adapter: DialectAdapter, provider: ConnectionProvider, private readonly runner: StatementRunner) {
+    super(compiler, adapter, provider)
   }
 
-  override createDriver (): Driver {
-    return new SqliteQueueDriver(this.database)
+  override async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.runner.run(query)
+  }
+}
+
+/** Kysely whose transactions hold the connection and run their statements on it at once (below). */
+class SqliteKysely extends Kysely<Database> {
+  constructor (
+    private readonly props: KyselyProps,
+    private readonly executorOn: (held: HeldConnection) => SqliteExecutor,
+    private readonly driver: SqliteQueueDriver
+  ) {
+    super(props)
+  }
+
+  override transaction (): TransactionBuilder<Database> {
+    return new SqliteTransactionBuilder(this.props, this.executorOn, this.driver)
+  }
+}
+
+/**
+ * Kysely's transaction: begin, the work, commit, or rollback when it throws; the connection is held
+ * throughout, so other queries wait in the queue.
+ */
+class SqliteTransactionBuilder extends TransactionBuilder<Database> {
+  constructor (
+    private readonly props: KyselyProps,
+    private readonly executorOn: (held: HeldConnection) => SqliteExecutor,
+    private readonly driver: SqliteQueueDriver
+  ) {
+    super(props)
+  }
+
+  override async execute<T> (work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    const connection = await this.driver.acquireConnection()
+    const held = new HeldConnection(connection)
+    try {
+      connection.execute(BEGIN)
+      try {
+        const result = await work(new Transaction<Database>({ ...this.props, executor: this.executorOn(held) }))
+        connection.execute(COMMIT)
+        return result
+      } catch (err) {
+        if (connection.inTransaction) connection.execute(ROLLBACK) // SQLite ends some failed transactions itself
+        throw err
+      }
+    } finally {
+      held.end()
+      await this.driver.releaseConnection()
+    }
+  }
+}
+
+const BEGIN = CompiledQuery.raw('begin')
+const COMMIT = CompiledQuery.raw('commit')
+const ROLLBACK = CompiledQuery.raw('rollback')
+
+/** A transaction's connection until it ends; used after, it throws, as Kysely's transactions do. */
+class HeldConnection implements ConnectionProvider, StatementRunner {
+  #open = true
+
+  constructor (private readonly connection: SqliteStatementConnection) {}
+
+  async provideConnection<T> (consumer: (connection: DatabaseConnection) => Promise<T>): Promise<T> {
+    this.#assertOpen()
+    return consumer(this.connection)
+  }
+
+  async run<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    this.#assertOpen()
+    return this.connection.execute<R>(query)
+  }
+
+  end (): void {
+    this.#open = false
+  }
+
+  #assertOpen (): void {
+    if (!this.#open) throw new Error('Transaction is already committed or rolled back')
   }
 }
 
 /**
  * Kysely's SQLite driver, but the one connection goes to its waiters in the order they came, each
- * woken once, where Kysely's lock wakes them all.
+ * woken once, where Kysely's lock wakes them all; a query on its own runs at once when it is free.
  * Why: docs/decisions/0003-sqlite-driver.md
  */
-class SqliteQueueDriver extends SqliteDriver {
-  readonly #connection: SqliteStatementConnection
+class SqliteQueueDriver extends SqliteDriver implements StatementRunner {
   readonly #waiting: Array<() => void> = []
   #held = false
 
-  constructor (database: SQLite.Database) {
-    super({ database: database as unknown as SqliteDatabase })
-    this.#connection = new SqliteStatementConnection(database)
+  constructor (private readonly connection: SqliteStatementConnection) {
+    super({ database: connection.database as unknown as SqliteDatabase })
   }
 
   override async init (): Promise<void> {}
 
-  override async acquireConnection (): Promise<DatabaseConnection> {
+  override async acquireConnection (): Promise<SqliteStatementConnection> {
     if (this.#held) await new Promise<void>(resolve => this.#waiting.push(resolve))
     this.#held = true
-    return this.#connection
+    return this.connection
   }
 
   override async releaseConnection (): Promise<void> {
-    const next = this.#waiting.shift()
-    if (next === undefined) this.#held = false
-    else next() // still held: it passes to the next in line
+    this.#release()
+  }
+
+  async run<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    const connection = this.#held ? await this.acquireConnection() : this.#hold()
+    try {
+      return connection.execute<R>(query)
+    } finally {
+      this.#release()
+    }
   }
 
   override async destroy (): Promise<void> {
-    this.#connection.close()
+    this.connection.close()
+  }
+
+  #hold (): SqliteStatementConnection {
+    this.#held = true
+    return this.connection
+  }
+
+  #release (): void {
+    const next = this.#waiting.shift()
+    if (next === undefined) this.#held = false
+    else next() // still held: it passes to the next in line
   }
 }
 
@@ -127,19 +244,33 @@ export const PREPARED_STATEMENTS_MAX = 500
 
 /**
  * The connection, keeping prepared statements by SQL text (least recently used go first), safe as
- * one query runs at a time; booleans bound as 0/1, as better-sqlite3 needs, so domain code stays dialect-free.
+ * one query runs at a time; booleans bound as 0/1, as better-sqlite3 needs, so domain code stays
+ * dialect-free. Each statement is timed and logged here (Kysely's `log`), as it runs.
  * Why: docs/decisions/0004-prepared-statements.md
  */
 class SqliteStatementConnection implements DatabaseConnection {
   readonly #statements = new Map<string, SQLite.Statement>()
 
-  constructor (private readonly database: SQLite.Database) {}
+  constructor (readonly database: SQLite.Database, private readonly log: Logger | undefined) {}
 
-  async executeQuery<R> ({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    const statement = this.#prepared(sql)
-    if (statement.reader) return { rows: statement.all(bindable(parameters)) as R[] }
-    const { changes, lastInsertRowid } = statement.run(bindable(parameters))
-    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) }
+  get inTransaction (): boolean {
+    return this.database.inTransaction
+  }
+
+  async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.execute(query)
+  }
+
+  execute<R> (query: CompiledQuery): QueryResult<R> {
+    const start = performance.now()
+    try {
+      const result = this.#run<R>(query)
+      if (this.log) void this.log({ level: 'query', query, queryDurationMillis: performance.now() - start })
+      return result
+    } catch (error) {
+      if (this.log) void this.log({ level: 'error', error, query, queryDurationMillis: performance.now() - start })
+      throw error
+    }
   }
 
   async * streamQuery<R> ({ sql, parameters }: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -151,6 +282,13 @@ class SqliteStatementConnection implements DatabaseConnection {
   close (): void {
     this.#statements.clear()
     this.database.close()
+  }
+
+  #run<R> ({ sql, parameters }: CompiledQuery): QueryResult<R> {
+    const statement = this.#prepared(sql)
+    if (statement.reader) return { rows: statement.all(bindable(parameters)) as R[] }
+    const { changes, lastInsertRowid } = statement.run(bindable(parameters))
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) }
   }
 
   #prepared (sql: string): SQLite.Statement {

@@ -4,7 +4,10 @@
  */
 export type * from 'kysely'
 export {
+  CompiledQuery,
   DEFAULT_MIGRATION_TABLE,
+  DefaultConnectionProvider,
+  DefaultQueryExecutor,
   Kysely,
   Migrator,
   PostgresAdapter,
@@ -12,6 +15,8 @@ export {
   PostgresDriver,
   SqliteDialect,
   SqliteDriver,
+  Transaction,
+  TransactionBuilder,
   createQueryId,
   sql
 } from 'kysely'

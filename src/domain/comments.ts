@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { cachedRowStatement, cachedStatementPerShape } from '../db/statement-cache.js'
+import { cachedRowStatement, cachedStatement, cachedStatementPerShape } from '../db/statement-cache.js'
 import type { SelectQueryBuilder } from '../db/kysely.js'
 import type { CommentTable, Database } from '../db/schema.js'
 import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
@@ -80,7 +80,7 @@ export async function createComment (db: Executor, postId: string, authorId: str
     async db => (await insertCommentReturning(db, undefined, { ...alertingValues(postId, authorId, 'comment'), id, text: input.text, createdAt: now }))[0],
     async trx => {
       await assertPostVisible(trx, postId, authorId)
-      await trx.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text: input.text, created_at: now, updated_at: now }).execute()
+      await insertComment(trx, id, postId, authorId, input.text, now)
       await alertPostCreator(trx, alertingValues(postId, authorId, 'comment'))
       return commentOnPost(trx, postId, id)
     }
@@ -88,6 +88,9 @@ export async function createComment (db: Executor, postId: string, authorId: str
   if (!row) throw postNotFound(postId)
   return toComment(row)
 }
+
+const insertComment = cachedStatement((db, id: string, postId: string, authorId: string, text: string, at: string) =>
+  db.insertInto('comment').values({ id, post_id: postId, author_id: authorId, text, created_at: at, updated_at: at }))
 
 /**
  * The create in one statement (writeTogether's): the comment inserted from the visible post

@@ -92,7 +92,7 @@ export async function createReview (db: Executor, postId: string, authorId: stri
       },
       async trx => {
         await assertPostVisible(trx, postId, authorId)
-        await trx.insertInto('review').values({ id, post_id: postId, author_id: authorId, rating: input.rating, text, created_at: createdAt }).execute()
+        await insertReview(trx, undefined, { id, postId, authorId, rating: input.rating, text, createdAt })
         // the alert tells of this review, and goes when it goes (alert.review_id, ON DELETE CASCADE)
         await alertPostCreator(trx, alertingValues(postId, authorId, 'review', id))
         return reviewOfPost(trx, postId, id)
@@ -105,6 +105,10 @@ export async function createReview (db: Executor, postId: string, authorId: stri
     throw err
   }
 }
+
+type ReviewInsert = { id: string, postId: string, authorId: string, rating: number, text: string | null, createdAt: string }
+const insertReview = cachedStatementPerShape((db, _: undefined, v: ReviewInsert) =>
+  db.insertInto('review').values({ id: v.id, post_id: v.postId, author_id: v.authorId, rating: v.rating, text: v.text, created_at: v.createdAt }))
 
 /**
  * The create in one statement (writeTogether's): the review inserted from the visible post (none:
