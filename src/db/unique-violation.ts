@@ -20,3 +20,16 @@ export function foreignKeyViolation (err: unknown): string | undefined {
   if (e.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return String(e.message)
   return undefined
 }
+
+/**
+ * The write, its foreign-key failure (a parent gone while it ran) answered with `refusal`'s
+ * error, as a missing parent is answered, not a 500; other failures pass as they are.
+ */
+export async function whenParentGone<T> (write: Promise<T>, refusal: (err: unknown) => unknown): Promise<T> {
+  try {
+    return await write
+  } catch (err) {
+    if (foreignKeyViolation(err) === undefined) throw err
+    throw await refusal(err)
+  }
+}

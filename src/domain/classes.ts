@@ -5,7 +5,7 @@ import type { Class, ClassCreate, ClassListQuery, Student, StudentCreate, Studen
 import type { Db } from '../db/dialect.js'
 import type { ClassTable, Database, StudentTable } from '../db/schema.js'
 import { writeTogether } from '../db/write-together.js'
-import { foreignKeyViolation } from '../db/unique-violation.js'
+import { whenParentGone } from '../db/unique-violation.js'
 import { changeRow, rowVersion, sameVersion } from '../db/row-change.js'
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime } from '../db/date-time-format.js'
@@ -186,13 +186,11 @@ export async function updateClass (db: Db, classId: string, viewerId: string, ch
 
 /** A course deleted between its check and the class's write fails the foreign key: refused as a missing course is, not a 500. */
 async function orCourseGone<T> (db: Db, courseId: string | null, ownerId: string, write: Promise<T>): Promise<T> {
-  try {
-    return await write
-  } catch (err) {
-    if (courseId === null || foreignKeyViolation(err) === undefined) throw err
+  return whenParentGone(write, async err => {
+    if (courseId === null) return err
     await assertOwnCourse(db, courseId, ownerId)
-    throw notACourse(courseId)
-  }
+    return notACourse(courseId)
+  })
 }
 
 /** The class a change reads, as getClass reads it, with its course as the course rule judges it and the row's version (changeRow), in one read. */

@@ -5,7 +5,7 @@ import type { CreatorPostListQuery, Post, PostCreate, PostListQuery, PostUpdate 
 import { lockForUpdate } from '../db/row-lock.js'
 import { formatDateTime, formatNullableDateTime, parseDateTimeInput, toDate } from '../db/date-time-format.js'
 import { writeTimeIso, clockMs } from '../db/clock.js'
-import { foreignKeyViolation, uniqueViolation } from '../db/unique-violation.js'
+import { uniqueViolation, whenParentGone } from '../db/unique-violation.js'
 import { compiledList, keysetList } from '../db/paging.js'
 import { parseSort } from './list.js'
 import { countPublishedPosts } from './post-counter.js'
@@ -118,12 +118,7 @@ export function postNotFound (postId: string): AppError {
 
 /** A post deleted while a write under it was under way: its foreign key fails, answered as the missing post it now is. */
 export async function orPostGone<T> (postId: string, write: Promise<T>): Promise<T> {
-  try {
-    return await write
-  } catch (err) {
-    if (foreignKeyViolation(err) !== undefined) throw postNotFound(postId)
-    throw err
-  }
+  return whenParentGone(write, () => postNotFound(postId))
 }
 
 /** For the routes nested under a post: 404 PostNotFound unless the viewer can see it. */
