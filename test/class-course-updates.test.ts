@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { build, dialect, json, recordStatements } from './helper.js'
 import { createCreator, type TestUser } from './fixtures.js'
 import { insertPost, MISSING } from './post-fixtures.js'
 import { revokeCreator } from '../src/domain/users.js'
+import { PATCH, refusedWritingNothing, state } from './update-checks.js'
 import { sql } from '../src/db/kysely.js'
 
 /**
@@ -14,36 +15,12 @@ import { sql } from '../src/db/kysely.js'
  * 412, and concurrent merge patches of different fields each land on the row the others left.
  */
 
-const PATCH = { 'content-type': 'application/merge-patch+json' }
 const TWINS = 12
 
 async function post (app: FastifyInstance, owner: TestUser, url: string, payload: object) {
   const res = await app.inject({ method: 'POST', url, headers: owner.headers, payload })
   if (res.statusCode !== 201) throw new Error(`POST ${url}: ${res.statusCode} ${res.body}`)
   return json(res)
-}
-
-/** What the owner reads at each URL: the answer and its ETag (a list URL shows what a move would shift). */
-async function state (app: FastifyInstance, urls: string[], owner: TestUser) {
-  return Promise.all(urls.map(async url => {
-    const res = await app.inject({ method: 'GET', url, headers: owner.headers })
-    return { url, status: res.statusCode, body: json(res), etag: res.headers.etag }
-  }))
-}
-
-async function refusedWritingNothing (
-  t: Test,
-  app: FastifyInstance,
-  watched: string[],
-  owner: TestUser,
-  request: InjectOptions,
-  expected: [number, string],
-  name: string
-) {
-  const before = await state(app, watched, owner)
-  const res = await app.inject(request)
-  t.same([res.statusCode, json(res).code], expected, `${name}: ${expected.join(' ')}`)
-  t.same(await state(app, watched, owner), before, `${name}: nothing written`)
 }
 
 /** A course of `owner` with three chapters and, in the first, three lessons. */
@@ -150,7 +127,7 @@ t.test('a class moved to a course deleted while the update is under way is 422, 
   const owner = await createCreator(app)
   const course = await insertPost(app, owner.id, { type: 'COURSE' })
   const url = `/v1/classes/${(await post(app, owner, '/v1/classes', { name: 'Class' })).id}`
-  const [before] = await state(app, [url], owner)
+  const before = await state(app, url, owner)
   // The delete holds the course's row until it commits: on PostgreSQL the update has checked the
   // course by then and waits on it in its foreign-key check; SQLite takes one writer at a time.
   const { pending } = await app.db.transaction().execute(async trx => {
@@ -167,7 +144,7 @@ t.test('a class moved to a course deleted while the update is under way is 422, 
   const res = await pending
   t.same([res.statusCode, json(res).code], [422, 'ValidationFailed'], 'refused as a missing course is')
   t.match(json(res).detail, `no course with id ${course}`)
-  t.same(await state(app, [url], owner), [before], 'nothing written')
+  t.same(await state(app, url, owner), before, 'nothing written')
 })
 
 t.test('a student update refused for any reason writes nothing', async t => {
@@ -307,7 +284,7 @@ for (const target of targets) {
       t.equal(statuses.filter(s => s === 200).length, 1, `one 200 (${statuses.join(' ')})`)
       t.equal(statuses.filter(s => s === 412).length, TWINS - 1, 'the rest 412')
       const winner = answers.find(a => a.statusCode === 200)!
-      const [now] = await state(app, [url], owner)
+      const now = await state(app, url, owner)
       t.same(now.body, json(winner), 'what is stored is the winner\'s write')
       if (list) {
         const items = json(await app.inject({ method: 'GET', url: list, headers: owner.headers }))[`${target.name}s`] as Array<{ position: number }>
@@ -328,14 +305,14 @@ t.test('concurrent merge patches of different fields, without If-Match, all land
     const classUrl = `/v1/classes/${cls.id}`
     const classPatches = [{ name: `Name ${round}` }, { starts_date: '2027-01-0' + round }, { course_id: course }]
     t.same((await merge(classUrl, classPatches)).map(a => a.statusCode), [200, 200, 200], `round ${round}: every class PATCH 200`)
-    t.match((await state(app, [classUrl], owner))[0].body, { name: `Name ${round}`, starts_date: `2027-01-0${round}`, course_id: course },
+    t.match((await state(app, classUrl, owner)).body, { name: `Name ${round}`, starts_date: `2027-01-0${round}`, course_id: course },
       `round ${round}: every class field changed`)
 
     const student = await post(app, owner, `/v1/classes/${cls.id}/students`, { first_name: 'Ann', sex: 'F' })
     const studentUrl = `${classUrl}/students/${student.id}`
     const studentPatches = [{ first_name: `F${round}` }, { last_name: `L${round}` }, { sex: 'X' }, { email: `s${round}@example.com` }]
     t.same((await merge(studentUrl, studentPatches)).map(a => a.statusCode), [200, 200, 200, 200], `round ${round}: every student PATCH 200`)
-    t.match((await state(app, [studentUrl], owner))[0].body, { first_name: `F${round}`, last_name: `L${round}`, sex: 'X', email: `s${round}@example.com` },
+    t.match((await state(app, studentUrl, owner)).body, { first_name: `F${round}`, last_name: `L${round}`, sex: 'X', email: `s${round}@example.com` },
       `round ${round}: every student field changed`)
 
     // a rename and a move of one chapter, with moves and renames of its siblings: every field lands, the places stay 1..n
@@ -357,7 +334,7 @@ t.test('concurrent merge patches of different fields, without If-Match, all land
       merge(`/v1/lessons/${lessons[2].id}`, [{ position: 1 }, { title: `Last ${round}` }])
     ])
     t.same(lessonAnswers.flat().map(a => a.statusCode), [200, 200, 200, 200, 200], `round ${round}: every lesson PATCH 200`)
-    t.match((await state(app, [lessonUrl], owner))[0].body, { title: `Title ${round}`, body: null }, `round ${round}: every lesson field changed`)
+    t.match((await state(app, lessonUrl, owner)).body, { title: `Title ${round}`, body: null }, `round ${round}: every lesson field changed`)
     const lessonItems = json(await app.inject({ method: 'GET', url: lessonList, headers: owner.headers })).lessons
     t.same(lessonItems.map((l: { position: number }) => l.position), [1, 2, 3], `round ${round}: the lessons' places stay 1..n`)
     t.same(lessonItems.map((l: { title: string }) => l.title).sort(), [`Last ${round}`, `Title ${round}`, 'b'].sort(), `round ${round}: no lesson lost`)

@@ -17,18 +17,24 @@ export async function state (app: FastifyInstance, url: string, owner: TestUser)
   return { status: res.statusCode, body: json(res), etag: res.headers.etag, tags }
 }
 
-/** `request` to `url` answers `expected` (status and problem code) and leaves the resource as it was. */
+/**
+ * `request` answers `expected` (status and problem code) and leaves what the owner reads at
+ * `watched` as it was: the resource's URL (the request's unless it names its own), or several (a
+ * move would shift its siblings, so their lists are watched too).
+ */
 export async function refusedWritingNothing (
   t: Test,
   app: FastifyInstance,
-  url: string,
+  watched: string | string[],
   owner: TestUser,
   request: InjectOptions,
   expected: [number, string],
   name: string
 ) {
-  const before = await state(app, url, owner)
-  const res = await app.inject({ url, ...request })
+  const urls = typeof watched === 'string' ? [watched] : watched
+  const states = () => Promise.all(urls.map(url => state(app, url, owner)))
+  const before = await states()
+  const res = await app.inject({ url: urls[0], ...request })
   t.same([res.statusCode, json(res).code], expected, `${name}: ${expected.join(' ')}`)
-  t.same(await state(app, url, owner), before, `${name}: nothing written`)
+  t.same(await states(), before, `${name}: nothing written`)
 }
