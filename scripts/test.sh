@@ -159,7 +159,7 @@ run () {
   fi
   # CPU of the run's own processes (not of the database server), as the shell's children count it
   times > "$dir.times"  # in this shell: a $(...) would count the children of its own
-  local cpu; cpu=$(tail -1 "$dir.times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'); rm -f "$dir.times"
+  local cpu; cpu=$(awk -f scripts/children-cpu.awk "$dir.times"); rm -f "$dir.times"
   echo "== time: tests $key, $# files, $jobs at a time: $ran s, then the scan of their logs: $((SECONDS - from - ran)) s; CPU $cpu s"
   return $status
 }
