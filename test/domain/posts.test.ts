@@ -1,36 +1,10 @@
-import type { Test } from 'tap'
 import t from 'tap'
-import { AppError } from '../../schemas/problems.js'
 import type { PostCreate, PostListQuery } from '../../schemas/posts.js'
-import { createDb, type Db } from '../../src/db/dialect.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
 import { createPost, listPosts, updatePost } from '../../src/domain/posts.js'
-import { signUp } from '../../src/domain/users.js'
-import { freshDatabase, whileMigrating } from '../helper.js'
+import { code, openDb, person } from '../domain-db.js'
 
-// The posts' rules where they live: the domain functions on a migrated database of this run's
-// dialect, no app and no HTTP. The routes' tests keep the contract (statuses, bodies, headers).
+// The posts' rules where they live (test/domain-db.ts).
 
-async function openDb (t: Test): Promise<Db> {
-  const { url, schema } = await freshDatabase(t)
-  const db = createDb(url, { schema })
-  t.teardown(() => db.destroy())
-  await whileMigrating(() => migrateToLatest(db))
-  return db
-}
-
-const verification = { key: Buffer.alloc(32, 7), ttlSeconds: 3600, url: 'http://127.0.0.1/verify-email' }
-
-async function person (db: Db, username: string): Promise<string> {
-  const me = await signUp(db, { username, email: `${username}@example.com`, password: 'correct horse battery', first_name: username },
-    verification, 10)
-  return me.id
-}
-
-const code = async (work: Promise<unknown>) => {
-  try { await work } catch (err) { return err instanceof AppError ? err.code : `not an AppError: ${String(err)}` }
-  return undefined
-}
 const article = (title: string, more: Partial<PostCreate> = {}): PostCreate => ({ type: 'ARTICLE', title, ...more })
 const anyone = () => {}
 
