@@ -4,10 +4,10 @@ import { dirname } from 'node:path'
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import {
-  CompiledQuery, type ConnectionProvider, type DatabaseConnection, DefaultConnectionProvider, DefaultQueryExecutor, type DialectAdapter,
-  type Driver, Kysely, type KyselyProps, type Logger, PostgresAdapter, PostgresDialect, PostgresDriver, type QueryCompiler, type QueryResult,
-  SqliteDialect, type SqliteDatabase, SqliteDriver, Transaction, TransactionBuilder
+  type CompiledQuery, type DatabaseConnection, type Kysely, type Logger, PostgresAdapter, PostgresDialect, PostgresDriver, type QueryResult,
+  SqliteDialect, type SqliteDatabase, SqliteDriver, type Transaction
 } from './kysely.js'
+import { ROLLBACK, statementKysely, type StatementConnection, type StatementDriver } from './statement-executor.js'
 import type { Database } from './schema.js'
 import { isoFromUtcTimestampText } from './date-time-format.js'
 
@@ -49,6 +49,10 @@ export function poolOf (db: Db): pg.Pool | undefined {
   return pools.get(db)
 }
 
+/**
+ * Kysely on the database at `url`, over Roja's drivers (below), whose statements go straight to a
+ * connection (src/db/statement-executor.ts).
+ */
 export function createDb (url: string, opts: DbOptions = {}): Db {
   if (url.startsWith('postgres')) {
     const pool = new (loadPg().Pool)({
@@ -63,7 +67,7 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
       client.on('error', () => {})
       client.query('set time zone \'UTC\'').catch(() => {})
     })
-    const db = new Kysely<Database>({ dialect: new RojaPostgresDialect(pool), log: opts.log })
+    const db = statementKysely(new PostgresDialect({ pool }), new PreparingPostgresDriver(pool, opts.log))
     pools.set(db, pool)
     return db
   }
@@ -75,131 +79,22 @@ export function createDb (url: string, opts: DbOptions = {}): Db {
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  return sqliteKysely(database, opts.log)
-}
-
-/**
- * Kysely on SQLite: its query builders, compiler and adapter, and Roja's driver and executor
- * (below), which run a query or a transaction's statement as better-sqlite3 runs it, at once.
- * Why: docs/decisions/0015-sqlite-statements-run-at-once.md
- */
-function sqliteKysely (database: SQLite.Database, log: Logger | undefined): Db {
-  const dialect = new SqliteDialect({ database: database as unknown as SqliteDatabase }) // its compiler, adapter and introspector
-  const driver = new SqliteQueueDriver(new SqliteStatementConnection(database, log))
-  const compiler = dialect.createQueryCompiler()
-  const adapter = dialect.createAdapter()
-  const executor = new SqliteExecutor(compiler, adapter, new DefaultConnectionProvider(driver), driver)
-  const props = { config: { dialect }, dialect, driver, executor }
-  return new SqliteKysely(props, (held) => new SqliteExecutor(compiler, adapter, held, held), driver)
-}
-
-/** Where a SQLite executor runs a statement: the queue (a query on its own) or a transaction's held connection. */
-interface StatementRunner {
-  run: <R>(query: CompiledQuery) => Promise<QueryResult<R>>
-}
-
-/**
- * Kysely's executor, but a statement goes straight to the connection; plugins (the Migrator's)
- * make a Kysely with Kysely's own executor and transactions.
- */
-class SqliteExecutor extends DefaultQueryExecutor {
-  constructor (compiler: QueryCompiler, adapter: DialectAdapter, provider: ConnectionProvider, private readonly runner: StatementRunner) {
-    super(compiler, adapter, provider)
-  }
-
-  override async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
-    return this.runner.run(query)
-  }
-}
-
-/** Kysely whose transactions hold the connection and run their statements on it at once (below). */
-class SqliteKysely extends Kysely<Database> {
-  constructor (
-    private readonly props: KyselyProps,
-    private readonly executorOn: (held: HeldConnection) => SqliteExecutor,
-    private readonly driver: SqliteQueueDriver
-  ) {
-    super(props)
-  }
-
-  override transaction (): TransactionBuilder<Database> {
-    return new SqliteTransactionBuilder(this.props, this.executorOn, this.driver)
-  }
-}
-
-/**
- * Kysely's transaction: begin, the work, commit, or rollback when it throws; the connection is held
- * throughout, so other queries wait in the queue.
- */
-class SqliteTransactionBuilder extends TransactionBuilder<Database> {
-  constructor (
-    private readonly props: KyselyProps,
-    private readonly executorOn: (held: HeldConnection) => SqliteExecutor,
-    private readonly driver: SqliteQueueDriver
-  ) {
-    super(props)
-  }
-
-  override async execute<T> (work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    const connection = await this.driver.acquireConnection()
-    const held = new HeldConnection(connection)
-    try {
-      connection.execute(BEGIN)
-      try {
-        const result = await work(new Transaction<Database>({ ...this.props, executor: this.executorOn(held) }))
-        connection.execute(COMMIT)
-        return result
-      } catch (err) {
-        if (connection.inTransaction) connection.execute(ROLLBACK) // SQLite ends some failed transactions itself
-        throw err
-      }
-    } finally {
-      held.end()
-      await this.driver.releaseConnection()
-    }
-  }
-}
-
-const BEGIN = CompiledQuery.raw('begin')
-const COMMIT = CompiledQuery.raw('commit')
-const ROLLBACK = CompiledQuery.raw('rollback')
-
-/** A transaction's connection until it ends; used after, it throws, as Kysely's transactions do. */
-class HeldConnection implements ConnectionProvider, StatementRunner {
-  #open = true
-
-  constructor (private readonly connection: SqliteStatementConnection) {}
-
-  async provideConnection<T> (consumer: (connection: DatabaseConnection) => Promise<T>): Promise<T> {
-    this.#assertOpen()
-    return consumer(this.connection)
-  }
-
-  async run<R> (query: CompiledQuery): Promise<QueryResult<R>> {
-    this.#assertOpen()
-    return this.connection.execute<R>(query)
-  }
-
-  end (): void {
-    this.#open = false
-  }
-
-  #assertOpen (): void {
-    if (!this.#open) throw new Error('Transaction is already committed or rolled back')
-  }
+  return statementKysely(new SqliteDialect({ database: database as unknown as SqliteDatabase }), new SqliteQueueDriver(database, opts.log))
 }
 
 /**
  * Kysely's SQLite driver, but the one connection goes to its waiters in the order they came, each
- * woken once, where Kysely's lock wakes them all; a query on its own runs at once when it is free.
+ * woken once, where Kysely's lock wakes them all; a statement on its own runs at once when it is free.
  * Why: docs/decisions/0003-sqlite-driver.md
  */
-class SqliteQueueDriver extends SqliteDriver implements StatementRunner {
+class SqliteQueueDriver extends SqliteDriver implements StatementDriver {
   readonly #waiting: Array<() => void> = []
+  readonly #connection: SqliteStatementConnection
   #held = false
 
-  constructor (private readonly connection: SqliteStatementConnection) {
-    super({ database: connection.database as unknown as SqliteDatabase })
+  constructor (database: SQLite.Database, log: Logger | undefined) {
+    super({ database: database as unknown as SqliteDatabase })
+    this.#connection = new SqliteStatementConnection(database, log)
   }
 
   override async init (): Promise<void> {}
@@ -207,7 +102,7 @@ class SqliteQueueDriver extends SqliteDriver implements StatementRunner {
   override async acquireConnection (): Promise<SqliteStatementConnection> {
     if (this.#held) await new Promise<void>(resolve => this.#waiting.push(resolve))
     this.#held = true
-    return this.connection
+    return this.#connection
   }
 
   override async releaseConnection (): Promise<void> {
@@ -224,12 +119,12 @@ class SqliteQueueDriver extends SqliteDriver implements StatementRunner {
   }
 
   override async destroy (): Promise<void> {
-    this.connection.close()
+    this.#connection.close()
   }
 
   #hold (): SqliteStatementConnection {
     this.#held = true
-    return this.connection
+    return this.#connection
   }
 
   #release (): void {
@@ -245,17 +140,12 @@ export const PREPARED_STATEMENTS_MAX = 500
 /**
  * The connection, keeping prepared statements by SQL text (least recently used go first), safe as
  * one query runs at a time; booleans bound as 0/1, as better-sqlite3 needs, so domain code stays
- * dialect-free. Each statement is timed and logged here (Kysely's `log`), as it runs.
- * Why: docs/decisions/0004-prepared-statements.md
+ * dialect-free. Why: docs/decisions/0004-prepared-statements.md
  */
-class SqliteStatementConnection implements DatabaseConnection {
+class SqliteStatementConnection implements StatementConnection {
   readonly #statements = new Map<string, SQLite.Statement>()
 
-  constructor (readonly database: SQLite.Database, private readonly log: Logger | undefined) {}
-
-  get inTransaction (): boolean {
-    return this.database.inTransaction
-  }
+  constructor (private readonly database: SQLite.Database, private readonly log: Logger | undefined) {}
 
   async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
     return this.execute(query)
@@ -271,6 +161,10 @@ class SqliteStatementConnection implements DatabaseConnection {
       if (this.log) void this.log({ level: 'error', error, query, queryDurationMillis: performance.now() - start })
       throw error
     }
+  }
+
+  rollback (): void {
+    if (this.database.inTransaction) this.execute(ROLLBACK) // SQLite ends some failed transactions itself
   }
 
   async * streamQuery<R> ({ sql, parameters }: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -301,35 +195,39 @@ class SqliteStatementConnection implements DatabaseConnection {
   }
 }
 
-/** Kysely's PostgreSQL dialect, with connections that prepare their statements (below). */
-class RojaPostgresDialect extends PostgresDialect {
-  constructor (private readonly pool: pg.Pool) {
-    super({ pool })
-  }
-
-  override createDriver (): Driver {
-    return new PreparingPostgresDriver(this.pool)
-  }
-}
-
-/** Kysely's PostgreSQL driver (transactions, savepoints, the pool's end), handing out the connections below. */
-class PreparingPostgresDriver extends PostgresDriver {
+/** Kysely's PostgreSQL driver (savepoints, the pool's end), handing out the connections below. */
+class PreparingPostgresDriver extends PostgresDriver implements StatementDriver {
   readonly #connections = new WeakMap<pg.PoolClient, PreparingPostgresConnection>()
   readonly #names = new StatementNames()
 
-  constructor (private readonly pool: pg.Pool) {
+  constructor (private readonly pool: pg.Pool, private readonly log: Logger | undefined) {
     super({ pool })
   }
 
-  override async acquireConnection (): Promise<DatabaseConnection> {
+  override async init (): Promise<void> {}
+
+  override async acquireConnection (): Promise<PreparingPostgresConnection> {
     const client = await this.pool.connect()
     let connection = this.#connections.get(client)
-    if (connection === undefined) this.#connections.set(client, connection = new PreparingPostgresConnection(client, this.#names))
+    if (connection === undefined) this.#connections.set(client, connection = new PreparingPostgresConnection(client, this.#names, this.log))
     return connection
   }
 
   override async releaseConnection (connection: DatabaseConnection): Promise<void> {
     (connection as PreparingPostgresConnection).client.release()
+  }
+
+  async run<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    const connection = await this.acquireConnection()
+    try {
+      return await connection.execute<R>(query)
+    } finally {
+      connection.client.release()
+    }
+  }
+
+  override async destroy (): Promise<void> {
+    await this.pool.end()
   }
 }
 
@@ -349,14 +247,31 @@ class StatementNames {
   }
 }
 
-class PreparingPostgresConnection implements DatabaseConnection {
-  constructor (readonly client: pg.PoolClient, private readonly names: StatementNames) {}
+class PreparingPostgresConnection implements StatementConnection {
+  constructor (readonly client: pg.PoolClient, private readonly names: StatementNames, private readonly log: Logger | undefined) {}
 
-  async executeQuery<R> ({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    // pg's own errors keep the query's callers on their stack (test/db.test.ts), so they pass through as they are.
-    const { command, rowCount, rows } = await this.client.query({ name: this.names.of(sql, parameters), text: sql, values: parameters as unknown[] })
-    const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE'
-    return { rows: (rows ?? []) as R[], numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined }
+  async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    return await this.execute(query)
+  }
+
+  async execute<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    const start = performance.now()
+    try {
+      // pg's own errors keep the query's callers on their stack (test/db.test.ts), so they pass through as they are.
+      const { sql, parameters } = query
+      const { command, rowCount, rows } = await this.client.query({ name: this.names.of(sql, parameters), text: sql, values: parameters as unknown[] })
+      if (this.log) void this.log({ level: 'query', query, queryDurationMillis: performance.now() - start })
+      const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE'
+      return { rows: (rows ?? []) as R[], numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined }
+    } catch (error) {
+      if (this.log) void this.log({ level: 'error', error, query, queryDurationMillis: performance.now() - start })
+      throw error
+    }
+  }
+
+  async rollback (): Promise<void> {
+    // A connection that failed mid-transaction may refuse this too: the work's error is the one to tell.
+    await this.execute(ROLLBACK).catch(() => {})
   }
 
   // Kysely's PostgreSQL connection streams only with a cursor module, which Roja does not configure.
