@@ -399,6 +399,15 @@ t.test('a transaction logs each statement from begin to commit, rolls back what 
   t.same(rows, [{ id: 'a' }], 'nothing of the failed transaction stayed, and the connection was handed on')
 })
 
+t.test('a database destroyed twice closes once; a query after fails', async t => {
+  const { url, schema } = await freshDatabase(t)
+  const db = createDb(url, { schema })
+  await db.selectNoFrom(eb => eb.lit(1).as('one')).execute()
+  await db.destroy()
+  await t.resolves(db.destroy(), 'the second destroy is quiet')
+  await t.rejects(db.selectNoFrom(eb => eb.lit(1).as('one')).execute(), 'a query on a destroyed database fails')
+})
+
 if (dialect === 'postgres') {
   t.test('PostgreSQL: a statement that takes values is prepared once per connection; without values, or past the cap, it is not', async t => {
     const { url, schema } = await freshDatabase(t)

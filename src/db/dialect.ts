@@ -199,6 +199,7 @@ class SqliteStatementConnection implements StatementConnection {
 class PreparingPostgresDriver extends PostgresDriver implements StatementDriver {
   readonly #connections = new WeakMap<pg.PoolClient, PreparingPostgresConnection>()
   readonly #names = new StatementNames()
+  #ended: Promise<void> | undefined
 
   constructor (private readonly pool: pg.Pool, private readonly log: Logger | undefined) {
     super({ pool })
@@ -226,8 +227,10 @@ class PreparingPostgresDriver extends PostgresDriver implements StatementDriver 
     }
   }
 
+  // Once, however often it is asked (pg refuses a second end).
   override async destroy (): Promise<void> {
-    await this.pool.end()
+    this.#ended ??= this.pool.end()
+    await this.#ended
   }
 }
 
