@@ -1,18 +1,16 @@
 import type { Test } from 'tap'
 import { AppError } from '../schemas/problems.js'
 import { createDb, type Db } from '../src/db/dialect.js'
-import { migrateToLatest } from '../src/db/migrate.js'
 import { signUp } from '../src/domain/users.js'
-import { freshDatabase, whileMigrating } from './helper.js'
+import { migratedDatabase } from './helper.js'
 
 // What the domain tests share: the domain functions on a migrated database of this run's dialect,
 // no app and no HTTP. The routes' tests keep the contract (statuses, bodies, headers).
 
 export async function openDb (t: Test): Promise<Db> {
-  const { url, schema } = await freshDatabase(t)
-  const db = createDb(url, { schema })
+  const { url, schema, image } = await migratedDatabase(t)
+  const db = createDb(url, { schema, image })
   t.teardown(() => db.destroy())
-  await whileMigrating(() => migrateToLatest(db))
   return db
 }
 

@@ -223,7 +223,7 @@ class PreparingPostgresDriver extends PostgresDriver implements StatementDriver 
     try {
       return await connection.execute<R>(query)
     } finally {
-      connection.client.release()
+      await this.releaseConnection(connection)
     }
   }
 

@@ -30,55 +30,62 @@ interface StatementRunner {
 
 /** Kysely on a dialect's compiler and adapter and one of Roja's drivers. */
 export function statementKysely (dialect: Dialect, driver: StatementDriver): Kysely<Database> {
-  const compiler = dialect.createQueryCompiler()
-  const adapter = dialect.createAdapter()
-  const executor = new StatementExecutor(compiler, adapter, new DefaultConnectionProvider(driver), driver)
-  return new StatementKysely({ config: { dialect }, dialect, driver, executor }, held => new StatementExecutor(compiler, adapter, held, held), driver)
+  const executor = new StatementExecutor(dialect.createQueryCompiler(), dialect.createAdapter(), new DefaultConnectionProvider(driver), driver)
+  return new StatementKysely({ config: { dialect }, dialect, driver, executor })
+}
+
+/** Kysely's props, with Roja's executor and driver. */
+interface StatementProps extends KyselyProps {
+  readonly driver: StatementDriver
+  readonly executor: StatementExecutor
 }
 
 /** Kysely's executor, but a statement goes straight to its runner. A Kysely with plugins (the Migrator's) gets Kysely's own. */
 class StatementExecutor extends DefaultQueryExecutor {
-  constructor (compiler: QueryCompiler, adapter: DialectAdapter, provider: ConnectionProvider, private readonly runner: StatementRunner) {
+  constructor (
+    private readonly compiler: QueryCompiler,
+    adapter: DialectAdapter,
+    provider: ConnectionProvider,
+    private readonly runner: StatementRunner
+  ) {
     super(compiler, adapter, provider)
   }
 
   override async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
     return await this.runner.run(query) // awaited: a database error keeps the query's callers on its stack
   }
+
+  /** This executor for a transaction: its statements on the connection the transaction holds. */
+  heldBy (held: HeldConnection): StatementExecutor {
+    return new StatementExecutor(this.compiler, this.adapter, held, held)
+  }
 }
 
 /** Kysely whose transactions hold a connection and run their statements on it (below). */
 class StatementKysely extends Kysely<Database> {
-  constructor (
-    private readonly props: KyselyProps,
-    private readonly executorOn: (held: HeldConnection) => StatementExecutor,
-    private readonly driver: StatementDriver
-  ) {
+  constructor (private readonly props: StatementProps) {
     super(props)
   }
 
   override transaction (): TransactionBuilder<Database> {
-    return new StatementTransactionBuilder(this.props, this.executorOn, this.driver)
+    return new StatementTransactionBuilder(this.props)
   }
 }
 
 /** Kysely's transaction: begin, the work, commit, or rollback when it throws; the connection is held throughout. */
 class StatementTransactionBuilder extends TransactionBuilder<Database> {
-  constructor (
-    private readonly props: KyselyProps,
-    private readonly executorOn: (held: HeldConnection) => StatementExecutor,
-    private readonly driver: StatementDriver
-  ) {
+  constructor (private readonly props: StatementProps) {
     super(props)
   }
 
   override async execute<T> (work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    const connection = await this.driver.acquireConnection()
+    const { driver, executor } = this.props
+    const connection = await driver.acquireConnection()
     const held = new HeldConnection(connection)
     try {
       await connection.execute(BEGIN)
       try {
-        const result = await work(new Transaction<Database>({ ...this.props, executor: this.executorOn(held) }))
+        const result = await work(new Transaction<Database>({ ...this.props, executor: executor.heldBy(held) }))
         await connection.execute(COMMIT)
         return result
       } catch (err) {
@@ -87,7 +94,7 @@ class StatementTransactionBuilder extends TransactionBuilder<Database> {
       }
     } finally {
       held.end()
-      await this.driver.releaseConnection(connection)
+      await driver.releaseConnection(connection)
     }
   }
 }
